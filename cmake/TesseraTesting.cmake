@@ -1,0 +1,48 @@
+# Test helpers.
+#
+# tsr_add_mpi_test(NAME n SOURCES s... RANKS 1 2 4 8 [LIBS l...] [TIMEOUT sec] [LABELS l...])
+#   Builds one GoogleTest executable with the MPI test main and registers one
+#   CTest test per rank count, n_np<N>, launched through mpiexec, with
+#   PROCESSORS and TIMEOUT set so that a hang fails fast. Label "mpi".
+# tsr_add_unit_test(NAME n SOURCES s... [LIBS l...])
+#   A serial GoogleTest executable (no mpiexec), label "unit".
+
+set(TSR_TEST_ENV
+  OMPI_ALLOW_RUN_AS_ROOT=1
+  OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  OMPI_MCA_mpi_yield_when_idle=1
+  OMPI_MCA_rmaps_base_oversubscribe=1
+  OPENBLAS_NUM_THREADS=1
+  OMP_NUM_THREADS=1)
+
+# Open MPI refuses more ranks than cores without --oversubscribe.
+set(TSR_MPIEXEC_PREFLAGS ${MPIEXEC_PREFLAGS})
+if(TSR_MPI_VENDOR STREQUAL "openmpi")
+  list(APPEND TSR_MPIEXEC_PREFLAGS --oversubscribe)
+endif()
+set(TSR_TEST_TIMEOUT 120 CACHE STRING "Default timeout (s) of one multi-rank test")
+
+function(tsr_add_mpi_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;RANKS;LIBS;LABELS;ARGS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT ${TSR_TEST_TIMEOUT})
+  endif()
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE tsr_test_main ${T_LIBS})
+  foreach(n IN LISTS T_RANKS)
+    add_test(NAME ${T_NAME}_np${n}
+      COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n} ${TSR_MPIEXEC_PREFLAGS}
+              $<TARGET_FILE:${T_NAME}> ${MPIEXEC_POSTFLAGS} ${T_ARGS})
+    set_tests_properties(${T_NAME}_np${n} PROPERTIES
+      PROCESSORS ${n} TIMEOUT ${T_TIMEOUT} LABELS "mpi;${T_LABELS}"
+      ENVIRONMENT "${TSR_TEST_ENV}")
+  endforeach()
+endfunction()
+
+function(tsr_add_unit_test)
+  cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS" ${ARGN})
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE GTest::gtest GTest::gtest_main tessera_warnings ${T_LIBS})
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT 60 LABELS "unit" ENVIRONMENT "${TSR_TEST_ENV}")
+endfunction()

@@ -1,0 +1,196 @@
+// The host MPI backend: every primitive maps to one MPI call (blocking or
+// nonblocking). bfloat16 reductions use user-defined operators that
+// accumulate in float.
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+#include "backend.hpp"
+#include "core.hpp"
+
+namespace tsr {
+
+MPI_Datatype mpi_type(tsr_dtype type) {
+  switch (type) {
+    case TSR_BYTE: return MPI_UINT8_T;
+    case TSR_INT32: return MPI_INT32_T;
+    case TSR_INT64: return MPI_INT64_T;
+    case TSR_FLOAT32: return MPI_FLOAT;
+    case TSR_FLOAT64: return MPI_DOUBLE;
+    case TSR_BFLOAT16: return MPI_UINT16_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+namespace {
+
+float bf16_to_float(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+uint16_t float_to_bf16(float f) {  // round to nearest even; NaN stays NaN
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+template <int Op>
+void bf16_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  const uint16_t* a = static_cast<const uint16_t*>(in);
+  uint16_t* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = bf16_to_float(a[i]), y = bf16_to_float(b[i]);
+    float r = 0;
+    switch (Op) {
+      case TSR_SUM: r = x + y; break;
+      case TSR_PROD: r = x * y; break;
+      case TSR_MIN: r = x < y ? x : y; break;
+      default: r = x > y ? x : y; break;
+    }
+    b[i] = float_to_bf16(r);
+  }
+}
+
+void* in_place(const void* sbuf, void* rbuf) {
+  return sbuf == rbuf ? MPI_IN_PLACE : const_cast<void*>(sbuf);
+}
+
+}  // namespace
+
+#define TSR_MPI_CALL(blocking, nonblocking)                        \
+  do {                                                             \
+    int rc_ = req == nullptr ? (blocking) : (nonblocking);         \
+    if (rc_ != MPI_SUCCESS) return mpi_fail(rc_, req == nullptr ? #blocking : #nonblocking); \
+    return TSR_SUCCESS;                                            \
+  } while (0)
+
+tsr_status MpiBackend::create(std::unique_ptr<MpiBackend>* out) {
+  std::unique_ptr<MpiBackend> b(new (std::nothrow) MpiBackend());
+  if (!b) return fail(TSR_ERR_NO_MEMORY, "allocating the MPI backend");
+  MPI_User_function* fns[4] = {bf16_op<TSR_SUM>, bf16_op<TSR_PROD>, bf16_op<TSR_MIN>, bf16_op<TSR_MAX>};
+  for (int i = 0; i < 4; ++i) TSR_MPI_TRY(MPI_Op_create(fns[i], 1, &b->bf16_ops_[i]));
+  *out = std::move(b);
+  return TSR_SUCCESS;
+}
+
+MpiBackend::~MpiBackend() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  for (MPI_Op& o : bf16_ops_)
+    if (o != MPI_OP_NULL) MPI_Op_free(&o);
+}
+
+MPI_Op MpiBackend::op(tsr_dtype type, tsr_op o) const {
+  if (type == TSR_BFLOAT16) return bf16_ops_[o];
+  switch (o) {
+    case TSR_SUM: return MPI_SUM;
+    case TSR_PROD: return MPI_PROD;
+    case TSR_MIN: return MPI_MIN;
+    case TSR_MAX: return MPI_MAX;
+  }
+  return MPI_OP_NULL;
+}
+
+tsr_status MpiBackend::send(const Comm& c, const void* buf, int count, tsr_dtype type, int peer, int tag,
+                            Request* req) {
+  TSR_MPI_CALL(MPI_Send(buf, count, mpi_type(type), peer, tag, c.mpi()),
+               MPI_Isend(buf, count, mpi_type(type), peer, tag, c.mpi(), &req->mpi));
+}
+
+tsr_status MpiBackend::recv(const Comm& c, void* buf, int count, tsr_dtype type, int peer, int tag, Request* req) {
+  TSR_MPI_CALL(MPI_Recv(buf, count, mpi_type(type), peer, tag, c.mpi(), MPI_STATUS_IGNORE),
+               MPI_Irecv(buf, count, mpi_type(type), peer, tag, c.mpi(), &req->mpi));
+}
+
+tsr_status MpiBackend::sendrecv(const Comm& c, const void* sbuf, int scount, int dest, int stag, void* rbuf,
+                                int rcount, int source, int rtag, tsr_dtype type) {
+  TSR_MPI_TRY(MPI_Sendrecv(sbuf, scount, mpi_type(type), dest, stag, rbuf, rcount, mpi_type(type), source, rtag,
+                           c.mpi(), MPI_STATUS_IGNORE));
+  return TSR_SUCCESS;
+}
+
+tsr_status MpiBackend::barrier(const Comm& c, Request* req) {
+  TSR_MPI_CALL(MPI_Barrier(c.mpi()), MPI_Ibarrier(c.mpi(), &req->mpi));
+}
+
+tsr_status MpiBackend::bcast(const Comm& c, void* buf, int count, tsr_dtype type, int root, Request* req) {
+  TSR_MPI_CALL(MPI_Bcast(buf, count, mpi_type(type), root, c.mpi()),
+               MPI_Ibcast(buf, count, mpi_type(type), root, c.mpi(), &req->mpi));
+}
+
+tsr_status MpiBackend::reduce(const Comm& c, const void* sbuf, void* rbuf, int count, tsr_dtype type, tsr_op o,
+                              int root, Request* req) {
+  const void* s = c.rank() == root ? in_place(sbuf, rbuf) : sbuf;
+  TSR_MPI_CALL(MPI_Reduce(s, rbuf, count, mpi_type(type), op(type, o), root, c.mpi()),
+               MPI_Ireduce(s, rbuf, count, mpi_type(type), op(type, o), root, c.mpi(), &req->mpi));
+}
+
+tsr_status MpiBackend::allreduce(const Comm& c, const void* sbuf, void* rbuf, int count, tsr_dtype type, tsr_op o,
+                                 Request* req) {
+  const void* s = in_place(sbuf, rbuf);
+  TSR_MPI_CALL(MPI_Allreduce(s, rbuf, count, mpi_type(type), op(type, o), c.mpi()),
+               MPI_Iallreduce(s, rbuf, count, mpi_type(type), op(type, o), c.mpi(), &req->mpi));
+}
+
+tsr_status MpiBackend::allgatherv(const Comm& c, const void* sbuf, int count, void* rbuf, const int* counts,
+                                  const int* displs, tsr_dtype type, Request* req) {
+  const size_t e = tsr_dtype_size(type);
+  const void* s = static_cast<const char*>(rbuf) + static_cast<size_t>(displs[c.rank()]) * e == sbuf
+                      ? MPI_IN_PLACE : sbuf;
+  TSR_MPI_CALL(MPI_Allgatherv(s, count, mpi_type(type), rbuf, counts, displs, mpi_type(type), c.mpi()),
+               MPI_Iallgatherv(s, count, mpi_type(type), rbuf, counts, displs, mpi_type(type), c.mpi(), &req->mpi));
+}
+
+tsr_status MpiBackend::allgather(const Comm& c, const void* sbuf, int count, void* rbuf, tsr_dtype type,
+                                 Request* req) {
+  const size_t e = tsr_dtype_size(type);
+  const void* s = static_cast<const char*>(rbuf) + static_cast<size_t>(c.rank()) * static_cast<size_t>(count) * e ==
+                          sbuf
+                      ? MPI_IN_PLACE : sbuf;
+  TSR_MPI_CALL(MPI_Allgather(s, count, mpi_type(type), rbuf, count, mpi_type(type), c.mpi()),
+               MPI_Iallgather(s, count, mpi_type(type), rbuf, count, mpi_type(type), c.mpi(), &req->mpi));
+}
+
+tsr_status MpiBackend::reduce_scatter(const Comm& c, const void* sbuf, void* rbuf, const int* counts, tsr_dtype type,
+                                      tsr_op o, Request* req) {
+  TSR_MPI_CALL(MPI_Reduce_scatter(sbuf, rbuf, counts, mpi_type(type), op(type, o), c.mpi()),
+               MPI_Ireduce_scatter(sbuf, rbuf, counts, mpi_type(type), op(type, o), c.mpi(), &req->mpi));
+}
+
+tsr_status MpiBackend::alltoall(const Comm& c, const void* sbuf, void* rbuf, int count, tsr_dtype type, Request* req) {
+  TSR_MPI_CALL(MPI_Alltoall(sbuf, count, mpi_type(type), rbuf, count, mpi_type(type), c.mpi()),
+               MPI_Ialltoall(sbuf, count, mpi_type(type), rbuf, count, mpi_type(type), c.mpi(), &req->mpi));
+}
+
+tsr_status MpiBackend::gather(const Comm& c, const void* sbuf, int count, void* rbuf, tsr_dtype type, int root,
+                              Request* req) {
+  TSR_MPI_CALL(MPI_Gather(sbuf, count, mpi_type(type), rbuf, count, mpi_type(type), root, c.mpi()),
+               MPI_Igather(sbuf, count, mpi_type(type), rbuf, count, mpi_type(type), root, c.mpi(), &req->mpi));
+}
+
+tsr_status MpiBackend::scatter(const Comm& c, const void* sbuf, int count, void* rbuf, tsr_dtype type, int root,
+                               Request* req) {
+  TSR_MPI_CALL(MPI_Scatter(sbuf, count, mpi_type(type), rbuf, count, mpi_type(type), root, c.mpi()),
+               MPI_Iscatter(sbuf, count, mpi_type(type), rbuf, count, mpi_type(type), root, c.mpi(), &req->mpi));
+}
+
+tsr_status MpiBackend::wait(const Comm&, Request* req) {
+  if (!req->active()) return TSR_SUCCESS;
+  TSR_MPI_TRY(MPI_Wait(&req->mpi, MPI_STATUS_IGNORE));
+  return TSR_SUCCESS;
+}
+
+tsr_status MpiBackend::test(const Comm&, Request* req, int* done) {
+  *done = 1;
+  if (!req->active()) return TSR_SUCCESS;
+  TSR_MPI_TRY(MPI_Test(&req->mpi, done, MPI_STATUS_IGNORE));
+  return TSR_SUCCESS;
+}
+
+}  // namespace tsr

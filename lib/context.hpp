@@ -1,0 +1,34 @@
+// The context object behind tsr_context. Not installed.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "backend.hpp"
+#include "ledger.hpp"
+#include "transport.hpp"
+
+struct tsr_context_s {
+  static constexpr unsigned kMagic = 0x7c0a7e57u;
+  unsigned magic = kMagic;
+  MPI_Comm comm = MPI_COMM_NULL;  // our duplicate of the user's communicator
+  int rank = 0, size = 0;
+  std::vector<int> node_of;       // dense node id of every context rank
+  int nnodes = 1;
+  tsr::Ledger ledger;
+  std::unique_ptr<tsr::MpiBackend> backend;
+  std::unique_ptr<tsr::Comm> world;  // transport view of `comm`
+  int live_grids = 0;
+
+  std::mutex error_mutex;
+  std::unordered_map<std::thread::id, std::string> errors;
+};
+
+namespace tsr {
+// Checks that ctx is a live context handle.
+tsr_status check_context(tsr_context ctx, const char* argname = "ctx");
+}  // namespace tsr

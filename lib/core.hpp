@@ -1,0 +1,52 @@
+// Internal core of tessera: error recording, MPI call checking, collective
+// agreement on errors. Not installed.
+#pragma once
+
+#include <cstdarg>
+#include <string>
+
+#include "tessera/tessera.h"
+
+namespace tsr {
+
+// Records msg (printf-style) as the calling thread's pending error message and
+// returns status. Every failing internal path goes through here, so a status
+// never travels without a message.
+tsr_status fail(tsr_status status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// The calling thread's pending message (what the last fail() recorded).
+const std::string& pending_message();
+void set_pending_message(std::string msg);
+
+// Converts an MPI return code into TSR_ERR_MPI with MPI's error text.
+tsr_status mpi_fail(int rc, const char* what);
+
+// Called at the public API boundary: on failure, prefixes the pending message
+// with the function name (once) and stores it for tsr_last_error(ctx) and
+// tsr_last_error(NULL). Returns status unchanged.
+tsr_status finish(tsr_context ctx, const char* function, tsr_status status);
+
+// The calling thread's last message stored by finish().
+const char* last_message();
+
+const char* dtype_name(tsr_dtype type);
+bool dtype_valid(tsr_dtype type);
+bool op_valid(tsr_op op);
+
+}  // namespace tsr
+
+#define TSR_TRY(expr)                                 \
+  do {                                                \
+    tsr_status tsr_try_status_ = (expr);              \
+    if (tsr_try_status_ != TSR_SUCCESS) return tsr_try_status_; \
+  } while (0)
+
+#define TSR_MPI_TRY(call)                                 \
+  do {                                                    \
+    int tsr_mpi_rc_ = (call);                             \
+    if (tsr_mpi_rc_ != MPI_SUCCESS) return ::tsr::mpi_fail(tsr_mpi_rc_, #call); \
+  } while (0)
+
+// Argument check for pointers: TSR_ERR_INVALID_ARG naming the argument.
+#define TSR_CHECK_NOT_NULL(ptr) \
+  do { if ((ptr) == nullptr) return ::tsr::fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL", #ptr); } while (0)

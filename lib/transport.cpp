@@ -1,0 +1,427 @@
+// The transport front: argument checks, exact payload accounting and the
+// modelled wire traffic of collectives, then dispatch to the backend.
+#include "transport.hpp"
+
+#include <climits>
+#include <cstring>
+
+#include "backend.hpp"
+#include "context.hpp"
+#include "core.hpp"
+
+namespace tsr {
+
+// ------------------------------------------------------------------ models
+WireModel model_bcast(int rank, int size, int root, uint64_t bytes) {
+  WireModel m;
+  if (size <= 1) return m;
+  const int v = (rank - root + size) % size;
+  int mask = 1;
+  while (mask < size) {
+    if (v & mask) {
+      m.recv.push_back({(v - mask + root) % size, 1, bytes});
+      break;
+    }
+    mask <<= 1;
+  }
+  mask >>= 1;
+  while (mask > 0) {
+    if (v + mask < size) m.sent.push_back({(v + mask + root) % size, 1, bytes});
+    mask >>= 1;
+  }
+  return m;
+}
+
+WireModel model_reduce(int rank, int size, int root, uint64_t bytes) {
+  WireModel m = model_bcast(rank, size, root, bytes);
+  std::swap(m.sent, m.recv);
+  return m;
+}
+
+namespace {
+uint64_t chunk(uint64_t count, int size, int i) {
+  const uint64_t p = static_cast<uint64_t>(size);
+  return count / p + (static_cast<uint64_t>(i) < count % p ? 1 : 0);
+}
+int mod(int a, int p) { return ((a % p) + p) % p; }
+}  // namespace
+
+WireModel model_allreduce(int rank, int size, uint64_t count, uint64_t elem_size) {
+  WireModel m;
+  if (size <= 1) return m;
+  const int p = size;
+  const uint64_t steps = 2 * static_cast<uint64_t>(p - 1);
+  const uint64_t sent = (count - chunk(count, p, mod(rank + 1, p))) + (count - chunk(count, p, mod(rank + 2, p)));
+  const uint64_t recv = (count - chunk(count, p, rank)) + (count - chunk(count, p, mod(rank + 1, p)));
+  m.sent.push_back({mod(rank + 1, p), steps, sent * elem_size});
+  m.recv.push_back({mod(rank - 1, p), steps, recv * elem_size});
+  return m;
+}
+
+WireModel model_allgatherv(int rank, int size, const std::vector<uint64_t>& b) {
+  WireModel m;
+  if (size <= 1) return m;
+  uint64_t total = 0;
+  for (uint64_t x : b) total += x;
+  const uint64_t steps = static_cast<uint64_t>(size - 1);
+  m.sent.push_back({mod(rank + 1, size), steps, total - b[static_cast<size_t>(mod(rank + 1, size))]});
+  m.recv.push_back({mod(rank - 1, size), steps, total - b[static_cast<size_t>(rank)]});
+  return m;
+}
+
+WireModel model_reduce_scatterv(int rank, int size, const std::vector<uint64_t>& b) {
+  WireModel m;
+  if (size <= 1) return m;
+  uint64_t total = 0;
+  for (uint64_t x : b) total += x;
+  const uint64_t steps = static_cast<uint64_t>(size - 1);
+  m.sent.push_back({mod(rank + 1, size), steps, total - b[static_cast<size_t>(rank)]});
+  m.recv.push_back({mod(rank - 1, size), steps, total - b[static_cast<size_t>(mod(rank - 1, size))]});
+  return m;
+}
+
+WireModel model_alltoall(int rank, int size, uint64_t bytes_per_peer) {
+  WireModel m;
+  for (int q = 0; q < size; ++q) {
+    if (q == rank) continue;
+    m.sent.push_back({q, 1, bytes_per_peer});
+    m.recv.push_back({q, 1, bytes_per_peer});
+  }
+  return m;
+}
+
+WireModel model_gather(int rank, int size, int root, uint64_t bytes_per_rank) {
+  WireModel m;
+  if (rank != root) {
+    m.sent.push_back({root, 1, bytes_per_rank});
+  } else {
+    for (int q = 0; q < size; ++q)
+      if (q != root) m.recv.push_back({q, 1, bytes_per_rank});
+  }
+  return m;
+}
+
+WireModel model_scatter(int rank, int size, int root, uint64_t bytes_per_rank) {
+  WireModel m = model_gather(rank, size, root, bytes_per_rank);
+  std::swap(m.sent, m.recv);
+  return m;
+}
+
+WireModel model_barrier(int rank, int size) {
+  WireModel m;
+  for (int dist = 1; dist < size; dist <<= 1) {
+    m.sent.push_back({mod(rank + dist, size), 1, 0});
+    m.recv.push_back({mod(rank - dist, size), 1, 0});
+  }
+  return m;
+}
+
+// -------------------------------------------------------------- helpers
+namespace {
+
+tsr_status check_count(size_t count, const char* arg) {
+  if (count > static_cast<size_t>(INT_MAX))
+    return fail(TSR_ERR_UNSUPPORTED, "argument '%s' = %zu exceeds INT_MAX elements (large counts are not supported yet)",
+                arg, count);
+  return TSR_SUCCESS;
+}
+
+tsr_status check_buf(const void* buf, size_t count, const char* arg) {
+  if (buf == nullptr && count > 0) return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL with %zu elements", arg, count);
+  return TSR_SUCCESS;
+}
+
+tsr_status check_type(tsr_dtype type) {
+  if (!dtype_valid(type)) return fail(TSR_ERR_INVALID_ARG, "argument 'type' = %d is not a tsr_dtype", static_cast<int>(type));
+  return TSR_SUCCESS;
+}
+
+tsr_status check_op(tsr_op op) {
+  if (!op_valid(op)) return fail(TSR_ERR_INVALID_ARG, "argument 'op' = %d is not a tsr_op", static_cast<int>(op));
+  return TSR_SUCCESS;
+}
+
+tsr_status check_peer(const Comm& c, int peer, const char* arg) {
+  if (peer < 0 || peer >= c.size())
+    return fail(TSR_ERR_INVALID_ARG, "argument '%s' = %d is not a rank of the communicator (size %d)", arg, peer, c.size());
+  return TSR_SUCCESS;
+}
+
+void charge_model(const Comm& c, const WireModel& m, Traffic t) {
+  Ledger& l = c.ledger();
+  for (const WireEdge& e : m.sent) l.coll_wire_sent(c.peer_class(e.peer), e.messages, e.bytes, t);
+  for (const WireEdge& e : m.recv) l.coll_wire_recv(c.peer_class(e.peer), e.messages, e.bytes, t);
+}
+
+uint64_t bytes_of(size_t count, tsr_dtype type) { return static_cast<uint64_t>(count) * tsr_dtype_size(type); }
+
+}  // namespace
+
+// ------------------------------------------------------------ point to point
+tsr_status send(const Comm& c, const void* buf, size_t count, tsr_dtype type, int peer, int tag, Request* req,
+                Traffic t) {
+  TSR_TRY(check_type(type));
+  TSR_TRY(check_buf(buf, count, "buf"));
+  TSR_TRY(check_count(count, "count"));
+  TSR_TRY(check_peer(c, peer, "peer"));
+  c.ledger().p2p_sent(c.peer_class(peer), bytes_of(count, type), t);
+  return c.backend().send(c, buf, static_cast<int>(count), type, peer, tag, req);
+}
+
+tsr_status recv(const Comm& c, void* buf, size_t count, tsr_dtype type, int peer, int tag, Request* req, Traffic t) {
+  TSR_TRY(check_type(type));
+  TSR_TRY(check_buf(buf, count, "buf"));
+  TSR_TRY(check_count(count, "count"));
+  TSR_TRY(check_peer(c, peer, "peer"));
+  c.ledger().p2p_recv(c.peer_class(peer), bytes_of(count, type), t);
+  return c.backend().recv(c, buf, static_cast<int>(count), type, peer, tag, req);
+}
+
+tsr_status sendrecv(const Comm& c, const void* sbuf, size_t scount, int dest, int stag, void* rbuf, size_t rcount,
+                    int source, int rtag, tsr_dtype type, Traffic t) {
+  TSR_TRY(check_type(type));
+  TSR_TRY(check_buf(sbuf, scount, "sbuf"));
+  TSR_TRY(check_buf(rbuf, rcount, "rbuf"));
+  TSR_TRY(check_count(scount, "scount"));
+  TSR_TRY(check_count(rcount, "rcount"));
+  TSR_TRY(check_peer(c, dest, "dest"));
+  TSR_TRY(check_peer(c, source, "source"));
+  c.ledger().p2p_sent(c.peer_class(dest), bytes_of(scount, type), t);
+  c.ledger().p2p_recv(c.peer_class(source), bytes_of(rcount, type), t);
+  return c.backend().sendrecv(c, sbuf, static_cast<int>(scount), dest, stag, rbuf, static_cast<int>(rcount), source,
+                              rtag, type);
+}
+
+// ---------------------------------------------------------------- collectives
+tsr_status barrier(const Comm& c, Request* req, Traffic t) {
+  c.ledger().coll_call(TSR_COLL_BARRIER, 0, 0, t);
+  charge_model(c, model_barrier(c.rank(), c.size()), t);
+  return c.backend().barrier(c, req);
+}
+
+tsr_status bcast(const Comm& c, void* buf, size_t count, tsr_dtype type, int root, Request* req, Traffic t) {
+  TSR_TRY(check_type(type));
+  TSR_TRY(check_buf(buf, count, "buf"));
+  TSR_TRY(check_count(count, "count"));
+  TSR_TRY(check_peer(c, root, "root"));
+  const uint64_t n = bytes_of(count, type);
+  const bool is_root = c.rank() == root;
+  c.ledger().coll_call(TSR_COLL_BCAST, is_root ? n : 0, is_root ? 0 : n, t);
+  charge_model(c, model_bcast(c.rank(), c.size(), root, n), t);
+  return c.backend().bcast(c, buf, static_cast<int>(count), type, root, req);
+}
+
+tsr_status reduce(const Comm& c, const void* sbuf, void* rbuf, size_t count, tsr_dtype type, tsr_op op, int root,
+                  Request* req, Traffic t) {
+  TSR_TRY(check_type(type));
+  TSR_TRY(check_op(op));
+  TSR_TRY(check_peer(c, root, "root"));
+  const bool is_root = c.rank() == root;
+  TSR_TRY(check_buf(sbuf, count, "sbuf"));
+  if (is_root) TSR_TRY(check_buf(rbuf, count, "rbuf"));
+  TSR_TRY(check_count(count, "count"));
+  const uint64_t n = bytes_of(count, type);
+  c.ledger().coll_call(TSR_COLL_REDUCE, n, is_root ? n : 0, t);
+  charge_model(c, model_reduce(c.rank(), c.size(), root, n), t);
+  return c.backend().reduce(c, sbuf, rbuf, static_cast<int>(count), type, op, root, req);
+}
+
+tsr_status allreduce(const Comm& c, const void* sbuf, void* rbuf, size_t count, tsr_dtype type, tsr_op op,
+                     Request* req, Traffic t) {
+  TSR_TRY(check_type(type));
+  TSR_TRY(check_op(op));
+  TSR_TRY(check_buf(sbuf, count, "sbuf"));
+  TSR_TRY(check_buf(rbuf, count, "rbuf"));
+  TSR_TRY(check_count(count, "count"));
+  const uint64_t n = bytes_of(count, type);
+  c.ledger().coll_call(TSR_COLL_ALLREDUCE, n, n, t);
+  charge_model(c, model_allreduce(c.rank(), c.size(), count, tsr_dtype_size(type)), t);
+  return c.backend().allreduce(c, sbuf, rbuf, static_cast<int>(count), type, op, req);
+}
+
+tsr_status allgather(const Comm& c, const void* sbuf, size_t count, void* rbuf, tsr_dtype type, Request* req,
+                     Traffic t) {
+  TSR_TRY(check_type(type));
+  TSR_TRY(check_buf(sbuf, count, "sbuf"));
+  TSR_TRY(check_buf(rbuf, count, "rbuf"));
+  TSR_TRY(check_count(count * static_cast<size_t>(c.size()), "count*size"));
+  const uint64_t n = bytes_of(count, type);
+  c.ledger().coll_call(TSR_COLL_ALLGATHER, n, n * static_cast<uint64_t>(c.size()), t);
+  charge_model(c, model_allgatherv(c.rank(), c.size(), std::vector<uint64_t>(static_cast<size_t>(c.size()), n)), t);
+  return c.backend().allgather(c, sbuf, static_cast<int>(count), rbuf, type, req);
+}
+
+tsr_status allgatherv(const Comm& c, const void* sbuf, size_t count, void* rbuf, const size_t* counts,
+                      const size_t* displs, tsr_dtype type, Request* req, Traffic t) {
+  TSR_TRY(check_type(type));
+  TSR_CHECK_NOT_NULL(counts);
+  TSR_CHECK_NOT_NULL(displs);
+  const size_t p = static_cast<size_t>(c.size());
+  if (counts[static_cast<size_t>(c.rank())] != count)
+    return fail(TSR_ERR_SHAPE, "argument 'count' = %zu differs from counts[%d] = %zu", count, c.rank(),
+                counts[static_cast<size_t>(c.rank())]);
+  TSR_TRY(check_buf(sbuf, count, "sbuf"));
+  std::vector<int> scratch(2 * p);
+  std::vector<uint64_t> block(p);
+  uint64_t total = 0;
+  for (size_t r = 0; r < p; ++r) {
+    TSR_TRY(check_count(counts[r], "counts[r]"));
+    TSR_TRY(check_count(displs[r], "displs[r]"));
+    scratch[r] = static_cast<int>(counts[r]);
+    scratch[p + r] = static_cast<int>(displs[r]);
+    block[r] = bytes_of(counts[r], type);
+    total += block[r];
+  }
+  TSR_TRY(check_buf(rbuf, total, "rbuf"));
+  c.ledger().coll_call(TSR_COLL_ALLGATHER, bytes_of(count, type), total, t);
+  charge_model(c, model_allgatherv(c.rank(), c.size(), block), t);
+  if (req == nullptr)
+    return c.backend().allgatherv(c, sbuf, static_cast<int>(count), rbuf, scratch.data(), scratch.data() + p, type,
+                                  nullptr);
+  req->scratch = std::move(scratch);
+  return c.backend().allgatherv(c, sbuf, static_cast<int>(count), rbuf, req->scratch.data(), req->scratch.data() + p,
+                                type, req);
+}
+
+tsr_status reduce_scatterv(const Comm& c, const void* sbuf, void* rbuf, const size_t* counts, tsr_dtype type,
+                           tsr_op op, Request* req, Traffic t) {
+  TSR_TRY(check_type(type));
+  TSR_TRY(check_op(op));
+  TSR_CHECK_NOT_NULL(counts);
+  const size_t p = static_cast<size_t>(c.size());
+  std::vector<int> scratch(p);
+  std::vector<uint64_t> block(p);
+  uint64_t total = 0;
+  size_t total_count = 0;
+  for (size_t r = 0; r < p; ++r) {
+    TSR_TRY(check_count(counts[r], "counts[r]"));
+    scratch[r] = static_cast<int>(counts[r]);
+    block[r] = bytes_of(counts[r], type);
+    total += block[r];
+    total_count += counts[r];
+  }
+  TSR_TRY(check_count(total_count, "sum(counts)"));
+  TSR_TRY(check_buf(sbuf, total_count, "sbuf"));
+  TSR_TRY(check_buf(rbuf, counts[static_cast<size_t>(c.rank())], "rbuf"));
+  c.ledger().coll_call(TSR_COLL_REDUCE_SCATTER, total, block[static_cast<size_t>(c.rank())], t);
+  charge_model(c, model_reduce_scatterv(c.rank(), c.size(), block), t);
+  if (req == nullptr) return c.backend().reduce_scatter(c, sbuf, rbuf, scratch.data(), type, op, nullptr);
+  req->scratch = std::move(scratch);
+  return c.backend().reduce_scatter(c, sbuf, rbuf, req->scratch.data(), type, op, req);
+}
+
+tsr_status reduce_scatter(const Comm& c, const void* sbuf, void* rbuf, size_t count, tsr_dtype type, tsr_op op,
+                          Request* req, Traffic t) {
+  std::vector<size_t> counts(static_cast<size_t>(c.size()), count);
+  return reduce_scatterv(c, sbuf, rbuf, counts.data(), type, op, req, t);
+}
+
+tsr_status alltoall(const Comm& c, const void* sbuf, void* rbuf, size_t count, tsr_dtype type, Request* req,
+                    Traffic t) {
+  TSR_TRY(check_type(type));
+  TSR_TRY(check_buf(sbuf, count, "sbuf"));
+  TSR_TRY(check_buf(rbuf, count, "rbuf"));
+  TSR_TRY(check_count(count * static_cast<size_t>(c.size()), "count*size"));
+  const uint64_t n = bytes_of(count, type);
+  const uint64_t all = n * static_cast<uint64_t>(c.size());
+  c.ledger().coll_call(TSR_COLL_ALLTOALL, all, all, t);
+  charge_model(c, model_alltoall(c.rank(), c.size(), n), t);
+  return c.backend().alltoall(c, sbuf, rbuf, static_cast<int>(count), type, req);
+}
+
+tsr_status gather(const Comm& c, const void* sbuf, size_t count, void* rbuf, tsr_dtype type, int root, Request* req,
+                  Traffic t) {
+  TSR_TRY(check_type(type));
+  TSR_TRY(check_peer(c, root, "root"));
+  TSR_TRY(check_buf(sbuf, count, "sbuf"));
+  const bool is_root = c.rank() == root;
+  if (is_root) TSR_TRY(check_buf(rbuf, count, "rbuf"));
+  TSR_TRY(check_count(count * static_cast<size_t>(c.size()), "count*size"));
+  const uint64_t n = bytes_of(count, type);
+  c.ledger().coll_call(TSR_COLL_GATHER, n, is_root ? n * static_cast<uint64_t>(c.size()) : 0, t);
+  charge_model(c, model_gather(c.rank(), c.size(), root, n), t);
+  return c.backend().gather(c, sbuf, static_cast<int>(count), rbuf, type, root, req);
+}
+
+tsr_status scatter(const Comm& c, const void* sbuf, size_t count, void* rbuf, tsr_dtype type, int root, Request* req,
+                   Traffic t) {
+  TSR_TRY(check_type(type));
+  TSR_TRY(check_peer(c, root, "root"));
+  const bool is_root = c.rank() == root;
+  if (is_root) TSR_TRY(check_buf(sbuf, count, "sbuf"));
+  TSR_TRY(check_buf(rbuf, count, "rbuf"));
+  TSR_TRY(check_count(count * static_cast<size_t>(c.size()), "count*size"));
+  const uint64_t n = bytes_of(count, type);
+  c.ledger().coll_call(TSR_COLL_SCATTER, is_root ? n * static_cast<uint64_t>(c.size()) : 0, n, t);
+  charge_model(c, model_scatter(c.rank(), c.size(), root, n), t);
+  return c.backend().scatter(c, sbuf, static_cast<int>(count), rbuf, type, root, req);
+}
+
+// ----------------------------------------------------------------- completion
+tsr_status wait(const Comm& c, Request* req) {
+  TSR_CHECK_NOT_NULL(req);
+  tsr_status st = c.backend().wait(c, req);
+  req->scratch.clear();
+  return st;
+}
+
+tsr_status wait_all(const Comm& c, Request* reqs, size_t n) {
+  if (n > 0) TSR_CHECK_NOT_NULL(reqs);
+  tsr_status first = TSR_SUCCESS;
+  for (size_t i = 0; i < n; ++i) {
+    tsr_status st = wait(c, &reqs[i]);
+    if (first == TSR_SUCCESS) first = st;
+  }
+  return first;
+}
+
+tsr_status test(const Comm& c, Request* req, int* done) {
+  TSR_CHECK_NOT_NULL(req);
+  TSR_CHECK_NOT_NULL(done);
+  tsr_status st = c.backend().test(c, req, done);
+  if (st == TSR_SUCCESS && *done) req->scratch.clear();
+  return st;
+}
+
+// ------------------------------------------------------------------- agree
+tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local) {
+  int rank = 0, size = 1;
+  TSR_MPI_TRY(MPI_Comm_rank(comm, &rank));
+  TSR_MPI_TRY(MPI_Comm_size(comm, &size));
+  struct {
+    int ok;
+    int rank;
+  } in{local == TSR_SUCCESS ? 1 : 0, rank}, out{1, 0};
+  if (ledger) {
+    WireModel m = model_allreduce(rank, size, 1, sizeof in);
+    for (const WireEdge& e : m.sent) ledger->coll_wire_sent(TSR_PEER_NODE, e.messages, e.bytes, Traffic::control);
+    for (const WireEdge& e : m.recv) ledger->coll_wire_recv(TSR_PEER_NODE, e.messages, e.bytes, Traffic::control);
+  }
+  const std::string mine = local == TSR_SUCCESS ? std::string() : pending_message();
+  TSR_MPI_TRY(MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, comm));
+  if (out.ok == 1) return TSR_SUCCESS;
+  // Someone failed: the lowest failing rank tells everyone its status and message.
+  struct {
+    int status;
+    char text[512];
+  } note{};
+  if (rank == out.rank) {
+    note.status = static_cast<int>(local);
+    std::strncpy(note.text, mine.c_str(), sizeof note.text - 1);
+  }
+  if (ledger) {
+    WireModel m = model_bcast(rank, size, out.rank, sizeof note);
+    for (const WireEdge& e : m.sent) ledger->coll_wire_sent(TSR_PEER_NODE, e.messages, e.bytes, Traffic::control);
+    for (const WireEdge& e : m.recv) ledger->coll_wire_recv(TSR_PEER_NODE, e.messages, e.bytes, Traffic::control);
+  }
+  TSR_MPI_TRY(MPI_Bcast(&note, static_cast<int>(sizeof note), MPI_BYTE, out.rank, comm));
+  if (local != TSR_SUCCESS) {
+    set_pending_message(mine);
+    return local;
+  }
+  return fail(static_cast<tsr_status>(note.status), "rank %d failed: %s", out.rank, note.text);
+}
+
+tsr_status agree(const Comm& c, tsr_status local) { return agree_raw(c.mpi(), &c.ledger(), local); }
+
+}  // namespace tsr
