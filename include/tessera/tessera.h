@@ -193,9 +193,43 @@ TSR_API tsr_status tsr_grid_rank_of_context_rank(tsr_grid grid, int context_rank
  * ranks ordered by the varying coordinate(s). MPI_COMM_NULL on idle ranks.
  * Traffic the caller sends on it is not accounted. Local. */
 TSR_API tsr_status tsr_grid_comm(tsr_grid grid, tsr_grid_axis axis, MPI_Comm* comm);
-/* How many of the grid's row communicators lie inside one node, and how many
- * row communicators there are. Local. */
+/* Placement quality: how many runs of the fastest-varying axis of extent > 1
+ * (the rows for 2D, 2.5D and 3D; the whole column of a 1D grid) lie inside one
+ * node, out of how many runs. Local. */
 TSR_API tsr_status tsr_grid_rows_within_node(tsr_grid grid, int* within, int* total);
+
+/* ------------------------------------------------------------------------- */
+/* Accounted collectives on a grid axis                                       */
+/* ------------------------------------------------------------------------- */
+/* Thin calls that move the caller's data through tessera's transport on one
+ * axis communicator of a grid, so that it is counted like the library's own
+ * traffic. Collective over the axis communicator (every member of that axis
+ * of the grid; idle ranks must not call). Arguments are checked on every rank
+ * and agreed on before any data moves (one 8-byte control all-reduce on the
+ * axis), so a bad argument fails on all of the axis's ranks. counts are
+ * elements of type; where noted, sbuf == rbuf means in place. */
+TSR_API tsr_status tsr_bcast(tsr_grid grid, tsr_grid_axis axis, void* buf, size_t count,
+                             tsr_dtype type, int root);
+/* sbuf == rbuf: in place. */
+TSR_API tsr_status tsr_allreduce(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, void* rbuf,
+                                 size_t count, tsr_dtype type, tsr_op op);
+/* Each member contributes count elements; rbuf holds axis_size*count. */
+TSR_API tsr_status tsr_allgather(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, size_t count,
+                                 void* rbuf, tsr_dtype type);
+/* sbuf holds axis_size*count; member r gets the reduction of block r. */
+TSR_API tsr_status tsr_reduce_scatter(tsr_grid grid, tsr_grid_axis axis, const void* sbuf,
+                                      void* rbuf, size_t count, tsr_dtype type, tsr_op op);
+/* count elements to and from every member (buffers hold axis_size*count). */
+TSR_API tsr_status tsr_alltoall(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, void* rbuf,
+                                size_t count, tsr_dtype type);
+/* Cyclic shift along the axis: send count elements to the member `shift`
+ * positions ahead (modulo the axis size) and receive as many from the member
+ * `shift` positions behind. shift may be negative. */
+TSR_API tsr_status tsr_shift(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, void* rbuf,
+                             size_t count, tsr_dtype type, int shift);
+/* Size of an axis communicator and the calling rank's position in it (-1 and
+ * 0 on idle ranks). Local. */
+TSR_API tsr_status tsr_grid_axis_info(tsr_grid grid, tsr_grid_axis axis, int* rank, int* size);
 
 /* ------------------------------------------------------------------------- */
 /* Accounting                                                                 */
