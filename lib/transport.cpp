@@ -384,44 +384,52 @@ tsr_status test(const Comm& c, Request* req, int* done) {
 }
 
 // ------------------------------------------------------------------- agree
-tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local) {
+tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local, const uint64_t* same) {
   int rank = 0, size = 1;
   TSR_MPI_TRY(MPI_Comm_rank(comm, &rank));
   TSR_MPI_TRY(MPI_Comm_size(comm, &size));
-  struct {
-    int ok;
-    int rank;
-  } in{local == TSR_SUCCESS ? 1 : 0, rank}, out{1, 0};
+  // One MAX all-reduce: {size - lowest failing rank (0: none), v, -v}, so that
+  // the same value v on every rank shows as out[1] == -out[2].
+  const int64_t v = same ? static_cast<int64_t>(*same & 0x7fffffffffffffffull) : 0;
+  int64_t in[3] = {local == TSR_SUCCESS ? 0 : size - rank, v, -v}, out[3] = {0, 0, 0};
   if (ledger) {
-    WireModel m = model_allreduce(rank, size, 1, sizeof in);
+    WireModel m = model_allreduce(rank, size, 3, sizeof(int64_t));
     for (const WireEdge& e : m.sent) ledger->coll_wire_sent(TSR_PEER_NODE, e.messages, e.bytes, Traffic::control);
     for (const WireEdge& e : m.recv) ledger->coll_wire_recv(TSR_PEER_NODE, e.messages, e.bytes, Traffic::control);
   }
   const std::string mine = local == TSR_SUCCESS ? std::string() : pending_message();
-  TSR_MPI_TRY(MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, comm));
-  if (out.ok == 1) return TSR_SUCCESS;
+  TSR_MPI_TRY(MPI_Allreduce(in, out, 3, MPI_INT64_T, MPI_MAX, comm));
+  if (out[0] == 0) {
+    if (same && out[1] != -out[2])
+      return fail(TSR_ERR_INVALID_ARG, "arguments differ across the %d ranks of the communicator; every rank must pass "
+                  "the same sizes, types, operation and root", size);
+    return TSR_SUCCESS;
+  }
+  const int failed = size - static_cast<int>(out[0]);
   // Someone failed: the lowest failing rank tells everyone its status and message.
   struct {
     int status;
     char text[512];
   } note{};
-  if (rank == out.rank) {
+  if (rank == failed) {
     note.status = static_cast<int>(local);
     std::strncpy(note.text, mine.c_str(), sizeof note.text - 1);
   }
   if (ledger) {
-    WireModel m = model_bcast(rank, size, out.rank, sizeof note);
+    WireModel m = model_bcast(rank, size, failed, sizeof note);
     for (const WireEdge& e : m.sent) ledger->coll_wire_sent(TSR_PEER_NODE, e.messages, e.bytes, Traffic::control);
     for (const WireEdge& e : m.recv) ledger->coll_wire_recv(TSR_PEER_NODE, e.messages, e.bytes, Traffic::control);
   }
-  TSR_MPI_TRY(MPI_Bcast(&note, static_cast<int>(sizeof note), MPI_BYTE, out.rank, comm));
+  TSR_MPI_TRY(MPI_Bcast(&note, static_cast<int>(sizeof note), MPI_BYTE, failed, comm));
   if (local != TSR_SUCCESS) {
     set_pending_message(mine);
     return local;
   }
-  return fail(static_cast<tsr_status>(note.status), "rank %d failed: %s", out.rank, note.text);
+  return fail(static_cast<tsr_status>(note.status), "rank %d failed: %s", failed, note.text);
 }
 
-tsr_status agree(const Comm& c, tsr_status local) { return agree_raw(c.mpi(), &c.ledger(), local); }
+tsr_status agree(const Comm& c, tsr_status local, const uint64_t* same) {
+  return agree_raw(c.mpi(), &c.ledger(), local, same);
+}
 
 }  // namespace tsr

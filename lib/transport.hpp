@@ -119,11 +119,13 @@ tsr_status test(const Comm& c, Request* req, int* done);
 // Agree on an error before communicating: every rank passes its local status
 // (with its pending message). If any rank failed, every rank returns the
 // status of the lowest failing rank; ranks that did not fail get a message
-// naming that rank and carrying its message. One 8-byte allreduce when all
-// succeeded. Charged as control traffic.
-tsr_status agree(const Comm& c, tsr_status local);
+// naming that rank and carrying its message. If `same` is given, every rank
+// must also pass the same value (a digest of sizes, types, root...), else all
+// ranks get TSR_ERR_INVALID_ARG. One 24-byte all-reduce when all succeeded
+// (plus a 516-byte broadcast on failure). Charged as control traffic.
+tsr_status agree(const Comm& c, tsr_status local, const uint64_t* same = nullptr);
 // The same on a bare MPI communicator; charges `ledger` if not null.
-tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local);
+tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local, const uint64_t* same = nullptr);
 
 // The modelled wire traffic of a collective for one rank (exposed for tests
 // and for the energy model). Peers are ranks of the communicator.

@@ -205,8 +205,9 @@ TSR_API tsr_status tsr_grid_rows_within_node(tsr_grid grid, int* within, int* to
  * axis communicator of a grid, so that it is counted like the library's own
  * traffic. Collective over the axis communicator (every member of that axis
  * of the grid; idle ranks must not call). Arguments are checked on every rank
- * and agreed on before any data moves (one 8-byte control all-reduce on the
- * axis), so a bad argument fails on all of the axis's ranks. counts are
+ * and agreed on before any data moves (one 24-byte control all-reduce on the
+ * axis, which also checks that count, type, op and root agree), so a bad
+ * argument fails on all of the axis's ranks. counts are
  * elements of type; where noted, sbuf == rbuf means in place. */
 TSR_API tsr_status tsr_bcast(tsr_grid grid, tsr_grid_axis axis, void* buf, size_t count,
                              tsr_dtype type, int root);

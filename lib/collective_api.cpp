@@ -1,0 +1,160 @@
+// Public accounted collectives on a grid axis: check locally, agree on the
+// axis (status and a digest of the arguments), then call the transport.
+#include "core.hpp"
+#include "grid.hpp"
+
+namespace tsr {
+namespace {
+
+// FNV-1a over the arguments that must be equal on every rank of the axis.
+uint64_t digest(std::initializer_list<int64_t> xs) {
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t x : xs)
+    for (int b = 0; b < 8; ++b) {
+      h ^= static_cast<uint64_t>(x >> (8 * b)) & 0xffu;
+      h *= 1099511628211ull;
+    }
+  return h;
+}
+
+// Checks that do not depend on the other ranks; on success *comm is the axis.
+tsr_status axis_of(tsr_grid grid, tsr_grid_axis axis, const Comm** comm) {
+  TSR_TRY(check_grid(grid));
+  if (axis < TSR_AXIS_ROW || axis > TSR_AXIS_ALL)
+    return fail(TSR_ERR_INVALID_ARG, "argument 'axis' = %d is not a tsr_grid_axis", static_cast<int>(axis));
+  if (grid->grid_rank < 0)
+    return fail(TSR_ERR_STATE, "this rank is idle in the grid (not a member): it must not call collectives on it");
+  *comm = grid->comms[axis].get();
+  return TSR_SUCCESS;
+}
+
+tsr_status check_common(tsr_dtype type, size_t count, const void* a, const char* an, const void* b, const char* bn) {
+  if (!dtype_valid(type)) return fail(TSR_ERR_INVALID_ARG, "argument 'type' = %d is not a tsr_dtype", static_cast<int>(type));
+  if (count > 0 && a == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL with count = %zu", an, count);
+  if (count > 0 && bn != nullptr && b == nullptr)
+    return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL with count = %zu", bn, count);
+  return TSR_SUCCESS;
+}
+
+tsr_status check_op_arg(tsr_op op) {
+  if (!op_valid(op)) return fail(TSR_ERR_INVALID_ARG, "argument 'op' = %d is not a tsr_op", static_cast<int>(op));
+  return TSR_SUCCESS;
+}
+
+// Runs `local` (the local checks), agrees on the axis, then runs `move`.
+template <class Local, class Move>
+tsr_status run(tsr_grid grid, tsr_grid_axis axis, uint64_t same, Local local, Move move) {
+  const Comm* c = nullptr;
+  TSR_TRY(axis_of(grid, axis, &c));
+  TSR_TRY(agree(*c, local(*c), &same));
+  return move(*c);
+}
+
+tsr_context ctx_of(tsr_grid g) { return g != nullptr && g->magic == tsr_grid_s::kMagic ? g->ctx : nullptr; }
+
+}  // namespace
+}  // namespace tsr
+
+using tsr::finish;
+
+extern "C" {
+
+tsr_status tsr_bcast(tsr_grid grid, tsr_grid_axis axis, void* buf, size_t count, tsr_dtype type, int root) {
+  tsr_status st = tsr::run(
+      grid, axis, tsr::digest({1, static_cast<int64_t>(count), type, root}),
+      [&](const tsr::Comm& c) {
+        TSR_TRY(tsr::check_common(type, count, buf, "buf", nullptr, nullptr));
+        if (root < 0 || root >= c.size())
+          return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'root' = %d; expected 0 <= root < %d (axis size)", root,
+                           c.size());
+        return TSR_SUCCESS;
+      },
+      [&](const tsr::Comm& c) { return tsr::bcast(c, buf, count, type, root); });
+  return finish(tsr::ctx_of(grid), "tsr_bcast", st);
+}
+
+tsr_status tsr_allreduce(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, void* rbuf, size_t count,
+                         tsr_dtype type, tsr_op op) {
+  tsr_status st = tsr::run(
+      grid, axis, tsr::digest({2, static_cast<int64_t>(count), type, op}),
+      [&](const tsr::Comm&) {
+        TSR_TRY(tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"));
+        return tsr::check_op_arg(op);
+      },
+      [&](const tsr::Comm& c) { return tsr::allreduce(c, sbuf, rbuf, count, type, op); });
+  return finish(tsr::ctx_of(grid), "tsr_allreduce", st);
+}
+
+tsr_status tsr_allgather(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, size_t count, void* rbuf,
+                         tsr_dtype type) {
+  tsr_status st = tsr::run(
+      grid, axis, tsr::digest({3, static_cast<int64_t>(count), type}),
+      [&](const tsr::Comm&) { return tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"); },
+      [&](const tsr::Comm& c) { return tsr::allgather(c, sbuf, count, rbuf, type); });
+  return finish(tsr::ctx_of(grid), "tsr_allgather", st);
+}
+
+tsr_status tsr_reduce_scatter(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, void* rbuf, size_t count,
+                              tsr_dtype type, tsr_op op) {
+  tsr_status st = tsr::run(
+      grid, axis, tsr::digest({4, static_cast<int64_t>(count), type, op}),
+      [&](const tsr::Comm&) {
+        TSR_TRY(tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"));
+        if (sbuf == rbuf && count > 0)
+          return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'sbuf' and 'rbuf' are the same buffer; "
+                           "tsr_reduce_scatter is not in place");
+        return tsr::check_op_arg(op);
+      },
+      [&](const tsr::Comm& c) { return tsr::reduce_scatter(c, sbuf, rbuf, count, type, op); });
+  return finish(tsr::ctx_of(grid), "tsr_reduce_scatter", st);
+}
+
+tsr_status tsr_alltoall(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, void* rbuf, size_t count,
+                        tsr_dtype type) {
+  tsr_status st = tsr::run(
+      grid, axis, tsr::digest({5, static_cast<int64_t>(count), type}),
+      [&](const tsr::Comm&) {
+        TSR_TRY(tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"));
+        if (sbuf == rbuf && count > 0)
+          return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'sbuf' and 'rbuf' are the same buffer; "
+                           "tsr_alltoall is not in place");
+        return TSR_SUCCESS;
+      },
+      [&](const tsr::Comm& c) { return tsr::alltoall(c, sbuf, rbuf, count, type); });
+  return finish(tsr::ctx_of(grid), "tsr_alltoall", st);
+}
+
+tsr_status tsr_shift(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, void* rbuf, size_t count, tsr_dtype type,
+                     int shift) {
+  tsr_status st = tsr::run(
+      grid, axis, tsr::digest({6, static_cast<int64_t>(count), type, shift}),
+      [&](const tsr::Comm&) {
+        TSR_TRY(tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"));
+        if (sbuf == rbuf && count > 0)
+          return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'sbuf' and 'rbuf' are the same buffer; tsr_shift is not in place");
+        return TSR_SUCCESS;
+      },
+      [&](const tsr::Comm& c) {
+        const int p = c.size();
+        const int s = ((shift % p) + p) % p;
+        return tsr::sendrecv(c, sbuf, count, (c.rank() + s) % p, 0, rbuf, count, (c.rank() - s + p) % p, 0, type);
+      });
+  return finish(tsr::ctx_of(grid), "tsr_shift", st);
+}
+
+tsr_status tsr_grid_axis_info(tsr_grid grid, tsr_grid_axis axis, int* rank, int* size) {
+  tsr_status st = [&]() -> tsr_status {
+    TSR_TRY(tsr::check_grid(grid));
+    TSR_CHECK_NOT_NULL(rank);
+    TSR_CHECK_NOT_NULL(size);
+    if (axis < TSR_AXIS_ROW || axis > TSR_AXIS_ALL)
+      return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'axis' = %d is not a tsr_grid_axis", static_cast<int>(axis));
+    const tsr::Comm* c = grid->comms[axis].get();
+    *rank = c ? c->rank() : -1;
+    *size = c ? c->size() : 0;
+    return TSR_SUCCESS;
+  }();
+  return finish(tsr::ctx_of(grid), "tsr_grid_axis_info", st);
+}
+
+}  // extern "C"
