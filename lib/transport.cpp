@@ -164,8 +164,9 @@ tsr_status send(const Comm& c, const void* buf, size_t count, tsr_dtype type, in
   TSR_TRY(check_buf(buf, count, "buf"));
   TSR_TRY(check_count(count, "count"));
   TSR_TRY(check_peer(c, peer, "peer"));
+  TSR_TRY(c.backend().send(c, buf, static_cast<int>(count), type, peer, tag, req));
   c.ledger().p2p_sent(c.peer_class(peer), bytes_of(count, type), t);
-  return c.backend().send(c, buf, static_cast<int>(count), type, peer, tag, req);
+  return TSR_SUCCESS;
 }
 
 tsr_status recv(const Comm& c, void* buf, size_t count, tsr_dtype type, int peer, int tag, Request* req, Traffic t) {
@@ -173,8 +174,9 @@ tsr_status recv(const Comm& c, void* buf, size_t count, tsr_dtype type, int peer
   TSR_TRY(check_buf(buf, count, "buf"));
   TSR_TRY(check_count(count, "count"));
   TSR_TRY(check_peer(c, peer, "peer"));
+  TSR_TRY(c.backend().recv(c, buf, static_cast<int>(count), type, peer, tag, req));
   c.ledger().p2p_recv(c.peer_class(peer), bytes_of(count, type), t);
-  return c.backend().recv(c, buf, static_cast<int>(count), type, peer, tag, req);
+  return TSR_SUCCESS;
 }
 
 tsr_status sendrecv(const Comm& c, const void* sbuf, size_t scount, int dest, int stag, void* rbuf, size_t rcount,
@@ -186,17 +188,19 @@ tsr_status sendrecv(const Comm& c, const void* sbuf, size_t scount, int dest, in
   TSR_TRY(check_count(rcount, "rcount"));
   TSR_TRY(check_peer(c, dest, "dest"));
   TSR_TRY(check_peer(c, source, "source"));
+  TSR_TRY(c.backend().sendrecv(c, sbuf, static_cast<int>(scount), dest, stag, rbuf, static_cast<int>(rcount), source,
+                              rtag, type));
   c.ledger().p2p_sent(c.peer_class(dest), bytes_of(scount, type), t);
   c.ledger().p2p_recv(c.peer_class(source), bytes_of(rcount, type), t);
-  return c.backend().sendrecv(c, sbuf, static_cast<int>(scount), dest, stag, rbuf, static_cast<int>(rcount), source,
-                              rtag, type);
+  return TSR_SUCCESS;
 }
 
 // ---------------------------------------------------------------- collectives
 tsr_status barrier(const Comm& c, Request* req, Traffic t) {
+  TSR_TRY(c.backend().barrier(c, req));
   c.ledger().coll_call(TSR_COLL_BARRIER, 0, 0, t);
   charge_model(c, model_barrier(c.rank(), c.size()), t);
-  return c.backend().barrier(c, req);
+  return TSR_SUCCESS;
 }
 
 tsr_status bcast(const Comm& c, void* buf, size_t count, tsr_dtype type, int root, Request* req, Traffic t) {
@@ -206,9 +210,10 @@ tsr_status bcast(const Comm& c, void* buf, size_t count, tsr_dtype type, int roo
   TSR_TRY(check_peer(c, root, "root"));
   const uint64_t n = bytes_of(count, type);
   const bool is_root = c.rank() == root;
+  TSR_TRY(c.backend().bcast(c, buf, static_cast<int>(count), type, root, req));
   c.ledger().coll_call(TSR_COLL_BCAST, is_root ? n : 0, is_root ? 0 : n, t);
   charge_model(c, model_bcast(c.rank(), c.size(), root, n), t);
-  return c.backend().bcast(c, buf, static_cast<int>(count), type, root, req);
+  return TSR_SUCCESS;
 }
 
 tsr_status reduce(const Comm& c, const void* sbuf, void* rbuf, size_t count, tsr_dtype type, tsr_op op, int root,
@@ -221,9 +226,10 @@ tsr_status reduce(const Comm& c, const void* sbuf, void* rbuf, size_t count, tsr
   if (is_root) TSR_TRY(check_buf(rbuf, count, "rbuf"));
   TSR_TRY(check_count(count, "count"));
   const uint64_t n = bytes_of(count, type);
+  TSR_TRY(c.backend().reduce(c, sbuf, rbuf, static_cast<int>(count), type, op, root, req));
   c.ledger().coll_call(TSR_COLL_REDUCE, n, is_root ? n : 0, t);
   charge_model(c, model_reduce(c.rank(), c.size(), root, n), t);
-  return c.backend().reduce(c, sbuf, rbuf, static_cast<int>(count), type, op, root, req);
+  return TSR_SUCCESS;
 }
 
 tsr_status allreduce(const Comm& c, const void* sbuf, void* rbuf, size_t count, tsr_dtype type, tsr_op op,
@@ -234,9 +240,10 @@ tsr_status allreduce(const Comm& c, const void* sbuf, void* rbuf, size_t count, 
   TSR_TRY(check_buf(rbuf, count, "rbuf"));
   TSR_TRY(check_count(count, "count"));
   const uint64_t n = bytes_of(count, type);
+  TSR_TRY(c.backend().allreduce(c, sbuf, rbuf, static_cast<int>(count), type, op, req));
   c.ledger().coll_call(TSR_COLL_ALLREDUCE, n, n, t);
   charge_model(c, model_allreduce(c.rank(), c.size(), count, tsr_dtype_size(type)), t);
-  return c.backend().allreduce(c, sbuf, rbuf, static_cast<int>(count), type, op, req);
+  return TSR_SUCCESS;
 }
 
 tsr_status allgather(const Comm& c, const void* sbuf, size_t count, void* rbuf, tsr_dtype type, Request* req,
@@ -246,9 +253,10 @@ tsr_status allgather(const Comm& c, const void* sbuf, size_t count, void* rbuf, 
   TSR_TRY(check_buf(rbuf, count, "rbuf"));
   TSR_TRY(check_count(count * static_cast<size_t>(c.size()), "count*size"));
   const uint64_t n = bytes_of(count, type);
+  TSR_TRY(c.backend().allgather(c, sbuf, static_cast<int>(count), rbuf, type, req));
   c.ledger().coll_call(TSR_COLL_ALLGATHER, n, n * static_cast<uint64_t>(c.size()), t);
   charge_model(c, model_allgatherv(c.rank(), c.size(), std::vector<uint64_t>(static_cast<size_t>(c.size()), n)), t);
-  return c.backend().allgather(c, sbuf, static_cast<int>(count), rbuf, type, req);
+  return TSR_SUCCESS;
 }
 
 tsr_status allgatherv(const Comm& c, const void* sbuf, size_t count, void* rbuf, const size_t* counts,
@@ -273,14 +281,13 @@ tsr_status allgatherv(const Comm& c, const void* sbuf, size_t count, void* rbuf,
     total += block[r];
   }
   TSR_TRY(check_buf(rbuf, total, "rbuf"));
-  c.ledger().coll_call(TSR_COLL_ALLGATHER, bytes_of(count, type), total, t);
+  // MPI reads the count arrays until a nonblocking call completes: keep them in the request.
+  std::vector<int>& keep = req ? req->scratch : scratch;
+  if (req) keep = std::move(scratch);
+  TSR_TRY(c.backend().allgatherv(c, sbuf, static_cast<int>(count), rbuf, keep.data(), keep.data() + p, type, req));
   charge_model(c, model_allgatherv(c.rank(), c.size(), block), t);
-  if (req == nullptr)
-    return c.backend().allgatherv(c, sbuf, static_cast<int>(count), rbuf, scratch.data(), scratch.data() + p, type,
-                                  nullptr);
-  req->scratch = std::move(scratch);
-  return c.backend().allgatherv(c, sbuf, static_cast<int>(count), rbuf, req->scratch.data(), req->scratch.data() + p,
-                                type, req);
+  c.ledger().coll_call(TSR_COLL_ALLGATHER, bytes_of(count, type), total, t);
+  return TSR_SUCCESS;
 }
 
 tsr_status reduce_scatterv(const Comm& c, const void* sbuf, void* rbuf, const size_t* counts, tsr_dtype type,
@@ -303,11 +310,12 @@ tsr_status reduce_scatterv(const Comm& c, const void* sbuf, void* rbuf, const si
   TSR_TRY(check_count(total_count, "sum(counts)"));
   TSR_TRY(check_buf(sbuf, total_count, "sbuf"));
   TSR_TRY(check_buf(rbuf, counts[static_cast<size_t>(c.rank())], "rbuf"));
-  c.ledger().coll_call(TSR_COLL_REDUCE_SCATTER, total, block[static_cast<size_t>(c.rank())], t);
+  std::vector<int>& keep = req ? req->scratch : scratch;
+  if (req) keep = std::move(scratch);
+  TSR_TRY(c.backend().reduce_scatter(c, sbuf, rbuf, keep.data(), type, op, req));
   charge_model(c, model_reduce_scatterv(c.rank(), c.size(), block), t);
-  if (req == nullptr) return c.backend().reduce_scatter(c, sbuf, rbuf, scratch.data(), type, op, nullptr);
-  req->scratch = std::move(scratch);
-  return c.backend().reduce_scatter(c, sbuf, rbuf, req->scratch.data(), type, op, req);
+  c.ledger().coll_call(TSR_COLL_REDUCE_SCATTER, total, block[static_cast<size_t>(c.rank())], t);
+  return TSR_SUCCESS;
 }
 
 tsr_status reduce_scatter(const Comm& c, const void* sbuf, void* rbuf, size_t count, tsr_dtype type, tsr_op op,
@@ -324,9 +332,10 @@ tsr_status alltoall(const Comm& c, const void* sbuf, void* rbuf, size_t count, t
   TSR_TRY(check_count(count * static_cast<size_t>(c.size()), "count*size"));
   const uint64_t n = bytes_of(count, type);
   const uint64_t all = n * static_cast<uint64_t>(c.size());
+  TSR_TRY(c.backend().alltoall(c, sbuf, rbuf, static_cast<int>(count), type, req));
   c.ledger().coll_call(TSR_COLL_ALLTOALL, all, all, t);
   charge_model(c, model_alltoall(c.rank(), c.size(), n), t);
-  return c.backend().alltoall(c, sbuf, rbuf, static_cast<int>(count), type, req);
+  return TSR_SUCCESS;
 }
 
 tsr_status gather(const Comm& c, const void* sbuf, size_t count, void* rbuf, tsr_dtype type, int root, Request* req,
@@ -338,9 +347,10 @@ tsr_status gather(const Comm& c, const void* sbuf, size_t count, void* rbuf, tsr
   if (is_root) TSR_TRY(check_buf(rbuf, count, "rbuf"));
   TSR_TRY(check_count(count * static_cast<size_t>(c.size()), "count*size"));
   const uint64_t n = bytes_of(count, type);
+  TSR_TRY(c.backend().gather(c, sbuf, static_cast<int>(count), rbuf, type, root, req));
   c.ledger().coll_call(TSR_COLL_GATHER, n, is_root ? n * static_cast<uint64_t>(c.size()) : 0, t);
   charge_model(c, model_gather(c.rank(), c.size(), root, n), t);
-  return c.backend().gather(c, sbuf, static_cast<int>(count), rbuf, type, root, req);
+  return TSR_SUCCESS;
 }
 
 tsr_status scatter(const Comm& c, const void* sbuf, size_t count, void* rbuf, tsr_dtype type, int root, Request* req,
@@ -352,9 +362,10 @@ tsr_status scatter(const Comm& c, const void* sbuf, size_t count, void* rbuf, ts
   TSR_TRY(check_buf(rbuf, count, "rbuf"));
   TSR_TRY(check_count(count * static_cast<size_t>(c.size()), "count*size"));
   const uint64_t n = bytes_of(count, type);
+  TSR_TRY(c.backend().scatter(c, sbuf, static_cast<int>(count), rbuf, type, root, req));
   c.ledger().coll_call(TSR_COLL_SCATTER, is_root ? n * static_cast<uint64_t>(c.size()) : 0, n, t);
   charge_model(c, model_scatter(c.rank(), c.size(), root, n), t);
-  return c.backend().scatter(c, sbuf, static_cast<int>(count), rbuf, type, root, req);
+  return TSR_SUCCESS;
 }
 
 // ----------------------------------------------------------------- completion

@@ -7,7 +7,8 @@
 //
 // Conventions: counts are in elements of `type`; a call with req == nullptr
 // is blocking, otherwise it starts a nonblocking operation completed by
-// wait()/wait_all() (accounting happens when the operation starts). In-place
+// wait()/wait_all(). A call is charged once the backend has accepted (started)
+// it; a call rejected by a check or by MPI is not charged. In-place
 // forms: pass the same pointer as send and receive buffer where noted.
 #pragma once
 

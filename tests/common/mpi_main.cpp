@@ -5,6 +5,27 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <string>
+
+namespace {
+// On ranks other than 0: print only failed assertions, prefixed with the rank.
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  // (current_test_info() would deadlock inside OnTestPartResult: keep the name.)
+  void OnTestStart(const ::testing::TestInfo& t) override { test_ = std::string(t.test_suite_name()) + "." + t.name(); }
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (!r.failed()) return;
+    std::printf("[rank %d] %s %s:%d: %s\n", rank_, test_.c_str(), r.file_name() ? r.file_name() : "?",
+                r.line_number(), r.summary());
+    std::fflush(stdout);
+  }
+
+ private:
+  int rank_;
+  std::string test_;
+};
+}  // namespace
 
 int main(int argc, char** argv) {
   int provided = 0;
@@ -13,7 +34,10 @@ int main(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
-  if (rank != 0) delete listeners.Release(listeners.default_result_printer());
+  if (rank != 0) {
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new RankFailurePrinter(rank));
+  }
   const int local = RUN_ALL_TESTS();
   // Report which ranks failed (rank 0 prints), then agree on the verdict.
   int any = 0;
@@ -24,8 +48,6 @@ int main(int argc, char** argv) {
     int failed = local != 0 ? 1 : 0, nfailed = 0;
     MPI_Reduce(&failed, &nfailed, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) std::printf("[tessera] tests failed on %d of %d rank(s)\n", nfailed, size);
-    if (local != 0 && rank != 0)
-      std::printf("[tessera] rank %d had failures (rerun with --gtest_filter to see them)\n", rank);
   }
   MPI_Finalize();
   return any;
