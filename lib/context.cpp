@@ -86,8 +86,7 @@ tsr_status detect_nodes(tsr_context_s* ctx, int ranks_per_node) {
 }
 
 tsr_status create(MPI_Comm comm, const tsr_context_config* config, tsr_context* out) {
-  TSR_CHECK_NOT_NULL(out);
-  *out = nullptr;
+  if (out != nullptr) *out = nullptr;
   int inited = 0, finalized = 0;
   MPI_Initialized(&inited);
   MPI_Finalized(&finalized);
@@ -100,9 +99,9 @@ tsr_status create(MPI_Comm comm, const tsr_context_config* config, tsr_context* 
   if (inter) return fail(TSR_ERR_UNSUPPORTED, "argument 'comm' is an intercommunicator; pass an intracommunicator");
 
   // Local checks of the config; agreed on below, after the duplicate exists.
-  tsr_status local = TSR_SUCCESS;
+  tsr_status local = out == nullptr ? fail(TSR_ERR_INVALID_ARG, "argument 'ctx' is NULL") : TSR_SUCCESS;
   int rpn = 0;
-  if (config != nullptr) {
+  if (local == TSR_SUCCESS && config != nullptr) {
     if (config->magic != TSR_CONFIG_MAGIC || config->size < sizeof(size_t) + sizeof(unsigned))
       local = fail(TSR_ERR_INVALID_ARG,
                    "argument 'config' was not initialised with TSR_CONTEXT_CONFIG_INIT");
@@ -113,7 +112,7 @@ tsr_status create(MPI_Comm comm, const tsr_context_config* config, tsr_context* 
   }
 
   std::unique_ptr<tsr_context_s> ctx(new (std::nothrow) tsr_context_s());
-  if (!ctx) local = fail(TSR_ERR_NO_MEMORY, "allocating a context");
+  if (!ctx && local == TSR_SUCCESS) local = fail(TSR_ERR_NO_MEMORY, "allocating a context");
   MPI_Comm dup = MPI_COMM_NULL;
   TSR_MPI_TRY(MPI_Comm_dup(comm, &dup));
   int rc = MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);

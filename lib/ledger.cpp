@@ -43,7 +43,7 @@ tsr_status Ledger::end(const char* name) {
   const std::string inner = slash == std::string::npos ? path : path.substr(slash + 1);
   if (inner != name)
     return fail(TSR_ERR_STATE, "argument 'name' (\"%s\") does not match the innermost open region \"%s\"", name,
-                inner.c_str());
+                path.c_str());
   open_.pop_back();
   paths_.pop_back();
   return TSR_SUCCESS;
