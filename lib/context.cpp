@@ -15,8 +15,6 @@ tsr_status check_context(tsr_context ctx, const char* argname) {
   return TSR_SUCCESS;
 }
 
-Ledger& Comm::ledger() const { return ctx_->ledger; }
-
 tsr_status Comm::wrap(tsr_context_s* ctx, MPI_Comm comm, bool owned, std::unique_ptr<Comm>* out) {
   std::unique_ptr<Comm> c(new (std::nothrow) Comm());
   if (!c) return fail(TSR_ERR_NO_MEMORY, "allocating a communicator");
@@ -24,6 +22,7 @@ tsr_status Comm::wrap(tsr_context_s* ctx, MPI_Comm comm, bool owned, std::unique
   c->comm_ = comm;
   c->owned_ = owned;
   c->backend_ = ctx->backend.get();
+  c->ledger_ = &ctx->ledger;
   TSR_MPI_TRY(MPI_Comm_rank(comm, &c->rank_));
   TSR_MPI_TRY(MPI_Comm_size(comm, &c->size_));
   const size_t n = static_cast<size_t>(c->size_);

@@ -76,7 +76,7 @@ tsr_status create_report(tsr_context ctx, int root, tsr_report* out) {
   // Snapshot first, so that the report's own traffic is not in it.
   std::vector<std::string> names;
   std::vector<tsr_counters> snap;
-  for (const auto& kv : ctx->ledger.regions()) {
+  for (const auto& kv : ctx->ledger.snapshot()) {
     names.push_back(kv.first);
     snap.push_back(kv.second);
   }
@@ -228,9 +228,8 @@ tsr_status tsr_counters_get(tsr_context ctx, const char* path, tsr_counters* out
   if (st == TSR_SUCCESS && path == nullptr) st = fail(TSR_ERR_INVALID_ARG, "argument 'path' is NULL");
   if (st == TSR_SUCCESS && out == nullptr) st = fail(TSR_ERR_INVALID_ARG, "argument 'out' is NULL");
   if (st == TSR_SUCCESS) {
-    const tsr_counters* c = ctx->ledger.find(path);
-    if (c == nullptr) st = fail(TSR_ERR_INVALID_ARG, "argument 'path' = \"%s\" names no region of this rank", path);
-    else *out = *c;
+    if (!ctx->ledger.get(path, out))
+      st = fail(TSR_ERR_INVALID_ARG, "argument 'path' = \"%s\" names no region of this rank", path);
   }
   return finish(live(ctx), "tsr_counters_get", st);
 }

@@ -153,7 +153,11 @@ void charge_model(const Comm& c, const WireModel& m, Traffic t) {
   for (const WireEdge& e : m.recv) l.coll_wire_recv(c.peer_class(e.peer), e.messages, e.bytes, t);
 }
 
-uint64_t bytes_of(size_t count, tsr_dtype type) { return static_cast<uint64_t>(count) * tsr_dtype_size(type); }
+// Element sizes by tsr_dtype (valid after check_type; kept here so that the
+// hot path needs no call).
+constexpr uint64_t kElemSize[] = {1, 4, 8, 4, 8, 2};
+static_assert(sizeof kElemSize / sizeof kElemSize[0] == TSR_BFLOAT16 + 1, "one size per tsr_dtype");
+uint64_t bytes_of(size_t count, tsr_dtype type) { return static_cast<uint64_t>(count) * kElemSize[type]; }
 
 }  // namespace
 

@@ -52,7 +52,7 @@ class Comm {
     return static_cast<tsr_peer_class>(peer_class_[static_cast<size_t>(peer)]);
   }
   int context_rank(int peer) const { return context_rank_[static_cast<size_t>(peer)]; }
-  Ledger& ledger() const;
+  Ledger& ledger() const { return *ledger_; }
   Backend& backend() const { return *backend_; }
   tsr_context_s* context() const { return ctx_; }
 
@@ -65,6 +65,7 @@ class Comm {
   std::vector<unsigned char> peer_class_;
   std::vector<int> context_rank_;
   Backend* backend_ = nullptr;
+  Ledger* ledger_ = nullptr;
 };
 
 // ----------------------------------------------------------- point to point
