@@ -1,0 +1,18 @@
+# cmake -DTSR_README=<README.md> -DTSR_SNIPPETS=<file>|<file>... -P check_readme_snippets.cmake
+# Fails unless the README contains every snippet file verbatim.
+file(READ "${TSR_README}" readme)
+string(REPLACE "|" ";" snippets "${TSR_SNIPPETS}")
+set(missing "")
+foreach(f IN LISTS snippets)
+  file(READ "${f}" text)
+  string(FIND "${readme}" "${text}" at)
+  if(at EQUAL -1)
+    list(APPEND missing "${f}")
+  endif()
+endforeach()
+if(missing)
+  string(REPLACE ";" "\n  " missing "${missing}")
+  message(FATAL_ERROR "${TSR_README} does not contain these files verbatim (copy them into its code blocks):\n  ${missing}")
+endif()
+list(LENGTH snippets n)
+message(STATUS "README.md contains all ${n} snippets verbatim")
