@@ -1,6 +1,8 @@
 #include "grid_shape.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdio>
 
 #include "core.hpp"
@@ -45,11 +47,97 @@ std::string shape_problem(tsr_grid_kind kind, const Dims& d) {
 }
 
 namespace {
+
 bool honours(const Dims& d, const Dims& fixed) {
   for (int a = 0; a < 3; ++a)
     if (fixed[a] > 0 && fixed[a] != d[a]) return false;
   return true;
 }
+
+using i64 = long long;
+constexpr i64 kNone = -1;
+
+i64 isqrt(i64 n) {  // largest r with r*r <= n (n >= 0)
+  i64 r = static_cast<i64>(std::sqrt(static_cast<double>(n)));
+  while (r * r > n) --r;
+  while ((r + 1) * (r + 1) <= n) ++r;
+  return r;
+}
+
+i64 icbrt(i64 n) {  // largest r with r*r*r <= n (n >= 0)
+  i64 r = static_cast<i64>(std::cbrt(static_cast<double>(n)));
+  while (r > 0 && r * r * r > n) --r;
+  while ((r + 1) * (r + 1) * (r + 1) <= n) ++r;
+  return r;
+}
+
+// The shape parameters a constraint leaves: for 2.5D and 3D, q (dims[0] and
+// dims[1], and dims[2] for 3D) and c; kNone if the constraint is contradictory.
+bool same_q(const Dims& f, int n_axes, i64* q) {
+  *q = 0;
+  for (int a = 0; a < n_axes; ++a) {
+    if (f[a] == 0) continue;
+    if (*q != 0 && *q != f[a]) return false;
+    *q = f[a];
+  }
+  return true;
+}
+
+// Best count of kind honouring fixed: the largest <= n (below = true) or the
+// smallest > n (below = false). kNone if there is none (or it exceeds INT_MAX).
+i64 best_count(tsr_grid_kind kind, i64 n, const Dims& f, bool below) {
+  i64 best = kNone;
+  auto offer = [&](i64 m) {
+    if (m < 1 || m > INT_MAX) return;
+    if (below ? m <= n && (best == kNone || m > best) : m > n && (best == kNone || m < best)) best = m;
+  };
+  switch (kind) {
+    case TSR_GRID_1D:
+      if ((f[1] > 1) || (f[2] > 1)) return kNone;
+      if (f[0] > 0) offer(f[0]);
+      else offer(below ? n : n + 1);
+      break;
+    case TSR_GRID_2D:
+      if (f[2] > 1) return kNone;
+      if (f[0] > 0 && f[1] > 0) {
+        offer(static_cast<i64>(f[0]) * f[1]);
+      } else if (f[0] > 0 || f[1] > 0) {
+        const i64 a = f[0] > 0 ? f[0] : f[1];
+        offer(below ? a * (n / a) : a * (n / a + 1));
+      } else {
+        offer(below ? n : n + 1);
+      }
+      break;
+    case TSR_GRID_2P5D: {
+      i64 q = 0;
+      if (!same_q(f, 2, &q)) return kNone;
+      const i64 c = f[2];
+      if (q > 0 && c > 0) {
+        if (c <= q) offer(q * q * c);
+      } else if (q > 0) {  // c free in [1, q]
+        const i64 cfit = below ? std::min(q, n / (q * q)) : n / (q * q) + 1;  // smallest c with q*q*c > n
+        if (cfit >= 1 && cfit <= q) offer(q * q * cfit);
+      } else {  // q free: for each c, the q >= c that is best
+        // c <= q means c^3 <= count: c up to cbrt(n) (+1 above n) covers every candidate.
+        const i64 last = c > 0 ? c : icbrt(std::max<i64>(n, 0)) + (below ? 0 : 1);
+        for (i64 cc = c > 0 ? c : 1; cc <= last; ++cc) {
+          const i64 qq = below ? isqrt(n / cc) : std::max(cc, isqrt(n / cc) + 1);
+          if (qq >= cc) offer(qq * qq * cc);
+        }
+      }
+      break;
+    }
+    case TSR_GRID_3D: {
+      i64 q = 0;
+      if (!same_q(f, 3, &q)) return kNone;
+      if (q > 0) offer(q * q * q);
+      else offer(below ? icbrt(n) * icbrt(n) * icbrt(n) : (icbrt(n) + 1) * (icbrt(n) + 1) * (icbrt(n) + 1));
+      break;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::vector<Dims> shapes_for(tsr_grid_kind kind, int n, const Dims& fixed) {
@@ -59,28 +147,27 @@ std::vector<Dims> shapes_for(tsr_grid_kind kind, int n, const Dims& fixed) {
     case TSR_GRID_1D:
       out.push_back({n, 1, 1});
       break;
-    case TSR_GRID_2D:
+    case TSR_GRID_2D: {
       // Most square first: pr <= pc, then the transposed shapes.
-      for (int pr = 1; pr * pr <= n; ++pr)
-        if (n % pr == 0) out.push_back({pr, n / pr, 1});
-      std::reverse(out.begin(), out.end());
-      for (size_t i = 0, m = out.size(); i < m; ++i)
-        if (out[i][0] != out[i][1]) out.push_back({out[i][1], out[i][0], 1});
+      std::vector<Dims> low;
+      for (int pr = 1; static_cast<i64>(pr) * pr <= n; ++pr)
+        if (n % pr == 0) low.push_back({pr, n / pr, 1});
+      out.assign(low.rbegin(), low.rend());
+      for (auto d = low.rbegin(); d != low.rend(); ++d)
+        if ((*d)[0] != (*d)[1]) out.push_back({(*d)[1], (*d)[0], 1});
       break;
+    }
     case TSR_GRID_2P5D:
-      // Largest c first (the most communication-avoiding).
-      for (int c = n; c >= 1; --c) {
+      // Largest c first (the most communication-avoiding); c <= q means c^3 <= n.
+      for (i64 c = icbrt(n); c >= 1; --c) {
         if (n % c) continue;
-        const int qq = n / c;
-        int q = 1;
-        while ((q + 1) * (q + 1) <= qq) ++q;
-        if (q * q == qq && c <= q) out.push_back({q, q, c});
+        const i64 q = isqrt(n / c);
+        if (q * q * c == n && c <= q) out.push_back({static_cast<int>(q), static_cast<int>(q), static_cast<int>(c)});
       }
       break;
     case TSR_GRID_3D: {
-      int q = 1;
-      while ((q + 1) * (q + 1) * (q + 1) <= n) ++q;
-      if (q * q * q == n) out.push_back({q, q, q});
+      const i64 q = icbrt(n);
+      if (q * q * q == n) out.push_back({static_cast<int>(q), static_cast<int>(q), static_cast<int>(q)});
       break;
     }
   }
@@ -93,22 +180,13 @@ std::vector<Dims> shapes_for(tsr_grid_kind kind, int n, const Dims& fixed) {
 std::string nearest_shapes(tsr_grid_kind kind, int n, const Dims& fixed) {
   std::string s;
   char buf[96];
-  for (int m = n - 1; m >= 1; --m) {
-    std::vector<Dims> v = shapes_for(kind, m, fixed);
-    if (!v.empty()) {
-      std::snprintf(buf, sizeof buf, "%d (%dx%dx%d)", m, v[0][0], v[0][1], v[0][2]);
-      s = buf;
-      break;
-    }
-  }
-  const int limit = n < (1 << 20) ? 2 * n + 64 : n;  // a valid count above n exists well within 2n+64
-  for (int m = n + 1; m <= limit; ++m) {
-    std::vector<Dims> v = shapes_for(kind, m, fixed);
-    if (!v.empty()) {
-      std::snprintf(buf, sizeof buf, "%d (%dx%dx%d)", m, v[0][0], v[0][1], v[0][2]);
-      s += s.empty() ? buf : std::string(", ") + buf;
-      break;
-    }
+  for (bool below : {true, false}) {
+    const i64 m = best_count(kind, below ? static_cast<i64>(n) - 1 : n, fixed, below);
+    if (m == kNone) continue;
+    const std::vector<Dims> v = shapes_for(kind, static_cast<int>(m), fixed);
+    if (v.empty()) continue;
+    std::snprintf(buf, sizeof buf, "%lld (%dx%dx%d)", m, v[0][0], v[0][1], v[0][2]);
+    s += s.empty() ? buf : std::string(", ") + buf;
   }
   return s.empty() ? "none" : s;
 }
@@ -121,24 +199,23 @@ tsr_status choose_dims(tsr_grid_kind kind, int nranks, bool allow_idle, Dims* di
   for (int a = 0; a < 3; ++a)
     if (fixed[a] < 0)
       return fail(TSR_ERR_INVALID_ARG, "argument 'dims[%d]' = %d; expected 0 (choose) or > 0 (keep)", a, fixed[a]);
-  for (int m = nranks; m >= 1; --m) {
-    std::vector<Dims> v = shapes_for(kind, m, fixed);
-    if (v.empty()) {
-      if (!allow_idle) {
-        return fail(TSR_ERR_SHAPE,
-                    "%d ranks have no %s shape with dims {%d,%d,%d} (0 = free); nearest rank counts that fit: %s; "
-                    "or allow idle ranks",
-                    nranks, grid_kind_name(kind), fixed[0], fixed[1], fixed[2],
-                    nearest_shapes(kind, nranks, fixed).c_str());
-      }
-      continue;
+  std::vector<Dims> v = shapes_for(kind, nranks, fixed);
+  int m = nranks;
+  if (v.empty() && allow_idle) {
+    const i64 best = best_count(kind, nranks, fixed, true);
+    if (best != kNone) {
+      m = static_cast<int>(best);
+      v = shapes_for(kind, m, fixed);
     }
-    *dims = v[0];
-    if (nused) *nused = m;
-    return TSR_SUCCESS;
   }
-  return fail(TSR_ERR_SHAPE, "no %s shape honours dims {%d,%d,%d} with at most %d ranks", grid_kind_name(kind),
-              fixed[0], fixed[1], fixed[2], nranks);
+  if (v.empty())
+    return fail(TSR_ERR_SHAPE,
+                "%d ranks have no %s shape with dims {%d,%d,%d} (0 = free); nearest rank counts that fit: %s%s",
+                nranks, grid_kind_name(kind), fixed[0], fixed[1], fixed[2], nearest_shapes(kind, nranks, fixed).c_str(),
+                allow_idle ? "" : "; or allow idle ranks");
+  *dims = v[0];
+  if (nused) *nused = m;
+  return TSR_SUCCESS;
 }
 
 std::vector<int> place(const std::vector<int>& node_of, int ngrid, int run) {
