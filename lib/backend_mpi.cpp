@@ -110,6 +110,11 @@ tsr_status MpiBackend::recv(const Comm& c, void* buf, int count, tsr_dtype type,
 
 tsr_status MpiBackend::sendrecv(const Comm& c, const void* sbuf, int scount, int dest, int stag, void* rbuf,
                                 int rcount, int source, int rtag, tsr_dtype type) {
+  if (sbuf == rbuf) {  // in place: MPI forbids overlapping send and receive buffers
+    TSR_MPI_TRY(MPI_Sendrecv_replace(rbuf, rcount, mpi_type(type), dest, stag, source, rtag, c.mpi(),
+                                     MPI_STATUS_IGNORE));
+    return TSR_SUCCESS;
+  }
   TSR_MPI_TRY(MPI_Sendrecv(sbuf, scount, mpi_type(type), dest, stag, rbuf, rcount, mpi_type(type), source, rtag,
                            c.mpi(), MPI_STATUS_IGNORE));
   return TSR_SUCCESS;

@@ -192,6 +192,9 @@ tsr_status sendrecv(const Comm& c, const void* sbuf, size_t scount, int dest, in
   TSR_TRY(check_count(rcount, "rcount"));
   TSR_TRY(check_peer(c, dest, "dest"));
   TSR_TRY(check_peer(c, source, "source"));
+  if (sbuf == rbuf && scount != rcount && sbuf != nullptr)
+    return fail(TSR_ERR_INVALID_ARG, "in-place exchange (sbuf == rbuf) needs scount == rcount, got %zu and %zu",
+                scount, rcount);
   TSR_TRY(c.backend().sendrecv(c, sbuf, static_cast<int>(scount), dest, stag, rbuf, static_cast<int>(rcount), source,
                               rtag, type));
   c.ledger().p2p_sent(c.peer_class(dest), bytes_of(scount, type), t);

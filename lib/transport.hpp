@@ -74,6 +74,7 @@ tsr_status send(const Comm& c, const void* buf, size_t count, tsr_dtype type, in
 tsr_status recv(const Comm& c, void* buf, size_t count, tsr_dtype type, int peer, int tag,
                 Request* req = nullptr, Traffic t = Traffic::data);
 // Blocking exchange: sends to dest and receives from source at once.
+// sbuf == rbuf (with scount == rcount) exchanges in place.
 tsr_status sendrecv(const Comm& c, const void* sbuf, size_t scount, int dest, int stag, void* rbuf,
                     size_t rcount, int source, int rtag, tsr_dtype type, Traffic t = Traffic::data);
 
