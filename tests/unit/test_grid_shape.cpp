@@ -60,15 +60,20 @@ std::tuple<int, int> preference(tsr_grid_kind kind, const Dims& d) {
 // Every valid shape with exactly n ranks honouring fixed, in preference order,
 // by enumerating all factorisations a*b*c == n.
 std::vector<Dims> brute_shapes(tsr_grid_kind kind, int n, const Dims& fixed) {
+  std::vector<int> divisors;
+  for (int a = 1; a * a <= n; ++a)
+    if (n % a == 0) {
+      divisors.push_back(a);
+      if (a != n / a) divisors.push_back(n / a);
+    }
+  std::sort(divisors.begin(), divisors.end());
   std::vector<Dims> out;
-  for (int a = 1; a <= n; ++a) {
-    if (n % a) continue;
-    for (int b = 1; b <= n / a; ++b) {
+  for (int a : divisors)
+    for (int b : divisors) {
       if ((n / a) % b) continue;
       const Dims d{a, b, n / a / b};
       if (valid_shape(kind, d) && honours(d, fixed)) out.push_back(d);
     }
-  }
   std::stable_sort(out.begin(), out.end(),
                    [&](const Dims& x, const Dims& y) { return preference(kind, x) < preference(kind, y); });
   return out;
@@ -427,6 +432,65 @@ TEST(GridShape, PublicDimsCreateAgreesWithTheEnumeration) {
 TEST(GridShapeDeathTest, HugeRankCountsAreAnsweredPromptly) {
   EXPECT_EXIT(dims_create_and_exit(TSR_GRID_2D, INT_MAX), ::testing::ExitedWithCode(0), "");
   EXPECT_EXIT(dims_create_and_exit(TSR_GRID_3D, INT_MAX), ::testing::ExitedWithCode(0), "");
+}
+
+// The answers at huge counts, computed here with 64-bit arithmetic.
+long long isqrt_ll(long long x) {
+  long long r = 0;
+  while ((r + 1) * (r + 1) <= x) ++r;
+  return r;
+}
+TEST(GridShape, HugeRankCountsGiveTheRightAnswer) {
+  const long long big[] = {INT_MAX, INT_MAX - 1, 2146689000LL, 2146689001LL, 1000000007LL};
+  for (long long n : big) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    // 2D: the most square divisor pair.
+    long long pr = 1;
+    for (long long a = 1; a * a <= n; ++a)
+      if (n % a == 0) pr = a;
+    int d[3] = {0, 0, 0};
+    ASSERT_EQ(tsr_grid_dims_create(TSR_GRID_2D, static_cast<int>(n), 0, d, nullptr), TSR_SUCCESS)
+        << tsr_last_error(nullptr);
+    EXPECT_EQ(d[0], pr);
+    EXPECT_EQ(d[1], n / pr);
+    EXPECT_EQ(d[2], 1);
+    // 3D: the largest cube that fits.
+    long long q = 1;
+    while ((q + 1) * (q + 1) * (q + 1) <= n) ++q;
+    int e[3] = {0, 0, 0}, used = 0;
+    ASSERT_EQ(tsr_grid_dims_create(TSR_GRID_3D, static_cast<int>(n), 1, e, &used), TSR_SUCCESS);
+    EXPECT_EQ(used, q * q * q);
+    EXPECT_EQ(e[0], q);
+    EXPECT_EQ(e[2], q);
+    int f[3] = {0, 0, 0};
+    const tsr_status st3 = tsr_grid_dims_create(TSR_GRID_3D, static_cast<int>(n), 0, f, nullptr);
+    if (q * q * q == n) {
+      EXPECT_EQ(st3, TSR_SUCCESS);
+    } else {
+      EXPECT_EQ(st3, TSR_ERR_SHAPE);
+      const std::string qs = std::to_string(q);
+      EXPECT_TRUE(contains(tsr_last_error(nullptr), std::to_string(q * q * q) + " (" + qs + "x" + qs + "x" + qs + ")"))
+          << tsr_last_error(nullptr);
+    }
+    // 2.5D with idle ranks: the largest q*q*c <= n with c <= q, largest c on ties.
+    long long best = 0, bq = 0, bc = 0;
+    for (long long c = 1; c * c * c <= n; ++c) {
+      const long long qq = isqrt_ll(n / c);
+      if (qq < c) continue;
+      const long long m = qq * qq * c;
+      if (m > best || (m == best && c > bc)) {
+        best = m;
+        bq = qq;
+        bc = c;
+      }
+    }
+    int g[3] = {0, 0, 0};
+    ASSERT_EQ(tsr_grid_dims_create(TSR_GRID_2P5D, static_cast<int>(n), 1, g, &used), TSR_SUCCESS);
+    EXPECT_EQ(used, best);
+    EXPECT_EQ(g[0], bq);
+    EXPECT_EQ(g[1], bq);
+    EXPECT_EQ(g[2], bc);
+  }
 }
 
 // ------------------------------------------------------------------ place
