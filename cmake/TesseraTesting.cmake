@@ -3,7 +3,8 @@
 # tsr_add_mpi_test(NAME n SOURCES s... RANKS 1 2 4 8 [LIBS l...] [TIMEOUT sec] [LABELS l...])
 #   Builds one GoogleTest executable with the MPI test main and registers one
 #   CTest test per rank count, n_np<N>, launched through mpiexec, with
-#   PROCESSORS and TIMEOUT set so that a hang fails fast. Label "mpi".
+#   PROCESSORS and TIMEOUT set so that a hang fails fast. Labels "mpi", plus
+#   "slow" at 8 ranks or more, plus LABELS.
 # tsr_add_unit_test(NAME n SOURCES s... [LIBS l...])
 #   A serial GoogleTest executable (no mpiexec), label "unit".
 
@@ -33,8 +34,14 @@ function(tsr_add_mpi_test)
     add_test(NAME ${T_NAME}_np${n}
       COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n} ${TSR_MPIEXEC_PREFLAGS}
               $<TARGET_FILE:${T_NAME}> ${MPIEXEC_POSTFLAGS} ${T_ARGS})
+    # 8 oversubscribed ranks on a small machine take long: label them "slow"
+    # so that `ctest -LE slow` gives a quick pass.
+    set(labels mpi ${T_LABELS})
+    if(n GREATER_EQUAL 8)
+      list(APPEND labels slow)
+    endif()
     set_tests_properties(${T_NAME}_np${n} PROPERTIES
-      PROCESSORS ${n} TIMEOUT ${T_TIMEOUT} LABELS "mpi;${T_LABELS}"
+      PROCESSORS ${n} TIMEOUT ${T_TIMEOUT} LABELS "${labels}"
       ENVIRONMENT "${TSR_TEST_ENV}")
   endforeach()
 endfunction()
