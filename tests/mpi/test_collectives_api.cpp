@@ -892,6 +892,26 @@ TEST_F(CollectiveErrors, BadArgumentOnOneRank) {
   EXPECT_EQ(s, world_size());
 }
 
+// Counts the transport cannot pass to MPI (more than INT_MAX elements, also
+// once multiplied by the axis size) must fail on every rank, with no data
+// moved or charged (only the agreement, which they pass). In lib/transport.cpp
+// allgather and alltoall check `count * size` in size_t, which wraps: with
+// count = 2^63 on an axis of 2 (or 2^62 on 4) the check passes, MPI gets a
+// count of 0 and the call "succeeds", charging a call with payload 0.
+TEST_F(CollectiveErrors, HugeCountsAreRejectedOnEveryRank) {
+  const Axis x = axis_view(g, TSR_AXIS_ALL);
+  tsr_counters w = zero();
+  add_ring_allreduce_control(w, x);
+  const size_t counts[] = {static_cast<size_t>(INT_MAX) + 1, static_cast<size_t>(1) << 63,
+                           static_cast<size_t>(1) << 62};
+  for (size_t count : counts)
+    for (int which = 0; which < 6; ++which) {
+      Args a = buf.args(TSR_AXIS_ALL);
+      a.count = count;
+      expect_fail(which, a, TSR_ERR_UNSUPPORTED, "INT_MAX", w, "count " + std::to_string(count));
+    }
+}
+
 // Ranks that are not in the grid must not call: TSR_ERR_STATE, locally,
 // with no traffic; the members alone complete their collectives.
 TEST(CollectiveIdle, IdleRankCalls) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -705,6 +706,29 @@ TEST(GridErrors, CreateArgumentsOnEveryRank) {
   // A valid grid still builds afterwards.
   ASSERT_EQ(tsr_grid_create(ctx, TSR_GRID_1D, ok, &g), TSR_SUCCESS) << tsr_last_error(ctx);
   EXPECT_EQ(tsr_grid_destroy(&g), TSR_SUCCESS);
+}
+
+// "needs N ranks but the context has n; nearest counts that fit: ..." must
+// list only counts that fit in the context (lib/grid.cpp, local_checks, passes
+// ctx->size + 1 to nearest_shapes, which also lists the next count above).
+TEST(GridErrors, TooManyRanksMessageListsOnlyCountsThatFit) {
+  const int n = world_size();
+  tsr_context ctx = shared(0);
+  for (tsr_grid_kind kind : kKinds) {
+    int m = n + 1;
+    while (preferred(kind, m)[0] == 0) ++m;
+    const Dims d = preferred(kind, m);
+    tsr_grid g = nullptr;
+    expect_error(tsr_grid_create(ctx, kind, d.data(), &g), TSR_ERR_SHAPE, ctx, "tsr_grid_create", {"'dims'"});
+    const std::string msg = tsr_last_error(ctx);
+    const size_t fit = msg.find("fit");
+    ASSERT_NE(fit, std::string::npos) << msg;
+    const std::regex entry_re("([0-9]+) \\([0-9]+x[0-9]+x[0-9]+\\)");
+    const std::string tail = msg.substr(fit);
+    for (std::sregex_iterator it(tail.begin(), tail.end(), entry_re), end; it != end; ++it) {
+      EXPECT_LE(std::stoll((*it)[1].str()), n) << "listed as fitting in " << n << " ranks: " << msg;
+    }
+  }
 }
 
 TEST(GridErrors, DimsDifferAcrossRanks) {
