@@ -29,6 +29,8 @@ tsr_status axis_of(tsr_grid grid, tsr_grid_axis axis, const Comm** comm) {
 }
 
 tsr_status check_common(tsr_dtype type, size_t count, const void* a, const char* an, const void* b, const char* bn) {
+  if (count == TSR_COUNT_INVALID)
+    return fail(TSR_ERR_SHAPE, "argument 'count' is TSR_COUNT_INVALID: the caller found a size error on this rank");
   if (!dtype_valid(type)) return fail(TSR_ERR_INVALID_ARG, "argument 'type' = %d is not a tsr_dtype", static_cast<int>(type));
   if (count > 0 && a == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL with count = %zu", an, count);
   if (count > 0 && bn != nullptr && b == nullptr)

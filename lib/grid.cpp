@@ -38,9 +38,8 @@ tsr_status local_checks(tsr_context ctx, tsr_grid_kind kind, const int* dims, ts
   const long long n = static_cast<long long>(d[0]) * d[1] * d[2];
   if (n > ctx->size)
     return fail(TSR_ERR_SHAPE, "argument 'dims' = {%d,%d,%d} needs %lld ranks but the context has %d; "
-                "nearest %s counts that fit: %s",
-                d[0], d[1], d[2], n, ctx->size, grid_kind_name(kind),
-                nearest_shapes(kind, ctx->size + 1, Dims{0, 0, 0}).c_str());
+                "the largest %s grid that fits: %s",
+                d[0], d[1], d[2], n, ctx->size, grid_kind_name(kind), largest_fit(kind, ctx->size, Dims{0, 0, 0}).c_str());
   return TSR_SUCCESS;
 }
 

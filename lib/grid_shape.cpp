@@ -191,6 +191,16 @@ std::string nearest_shapes(tsr_grid_kind kind, int n, const Dims& fixed) {
   return s.empty() ? "none" : s;
 }
 
+std::string largest_fit(tsr_grid_kind kind, int n, const Dims& fixed) {
+  const i64 m = best_count(kind, n, fixed, true);
+  if (m == kNone) return "none";
+  const std::vector<Dims> v = shapes_for(kind, static_cast<int>(m), fixed);
+  if (v.empty()) return "none";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%lld (%dx%dx%d)", m, v[0][0], v[0][1], v[0][2]);
+  return buf;
+}
+
 tsr_status choose_dims(tsr_grid_kind kind, int nranks, bool allow_idle, Dims* dims, int* nused) {
   if (!grid_kind_valid(kind))
     return fail(TSR_ERR_INVALID_ARG, "argument 'kind' = %d is not a tsr_grid_kind", static_cast<int>(kind));

@@ -22,6 +22,9 @@ std::vector<Dims> shapes_for(tsr_grid_kind kind, int n, const Dims& fixed);
 // "8 (2x2x2), 16 (4x4x1)": the nearest counts below and above n (n itself
 // excluded) that have a shape honouring fixed.
 std::string nearest_shapes(tsr_grid_kind kind, int n, const Dims& fixed);
+// "8 (2x2x2)": the largest count <= n that has a shape honouring fixed, or
+// "none".
+std::string largest_fit(tsr_grid_kind kind, int n, const Dims& fixed);
 // dims_create: see tsr_grid_dims_create.
 tsr_status choose_dims(tsr_grid_kind kind, int nranks, bool allow_idle, Dims* dims, int* nused);
 

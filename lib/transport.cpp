@@ -126,6 +126,16 @@ tsr_status check_count(size_t count, const char* arg) {
   return TSR_SUCCESS;
 }
 
+// count elements per rank of a size-rank buffer: count*size must fit an int
+// (checked without forming the product, which could wrap).
+tsr_status check_count_times(size_t count, int size) {
+  const size_t limit = static_cast<size_t>(INT_MAX) / static_cast<size_t>(size);
+  if (count > limit)
+    return fail(TSR_ERR_UNSUPPORTED, "argument 'count' = %zu: count*size exceeds INT_MAX elements (%d ranks; large "
+                "counts are not supported yet)", count, size);
+  return TSR_SUCCESS;
+}
+
 tsr_status check_buf(const void* buf, size_t count, const char* arg) {
   if (buf == nullptr && count > 0) return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL with %zu elements", arg, count);
   return TSR_SUCCESS;
@@ -258,7 +268,7 @@ tsr_status allgather(const Comm& c, const void* sbuf, size_t count, void* rbuf, 
   TSR_TRY(check_type(type));
   TSR_TRY(check_buf(sbuf, count, "sbuf"));
   TSR_TRY(check_buf(rbuf, count, "rbuf"));
-  TSR_TRY(check_count(count * static_cast<size_t>(c.size()), "count*size"));
+  TSR_TRY(check_count_times(count, c.size()));
   const uint64_t n = bytes_of(count, type);
   TSR_TRY(c.backend().allgather(c, sbuf, static_cast<int>(count), rbuf, type, req));
   c.ledger().coll_call(TSR_COLL_ALLGATHER, n, n * static_cast<uint64_t>(c.size()), t);
@@ -336,7 +346,7 @@ tsr_status alltoall(const Comm& c, const void* sbuf, void* rbuf, size_t count, t
   TSR_TRY(check_type(type));
   TSR_TRY(check_buf(sbuf, count, "sbuf"));
   TSR_TRY(check_buf(rbuf, count, "rbuf"));
-  TSR_TRY(check_count(count * static_cast<size_t>(c.size()), "count*size"));
+  TSR_TRY(check_count_times(count, c.size()));
   const uint64_t n = bytes_of(count, type);
   const uint64_t all = n * static_cast<uint64_t>(c.size());
   TSR_TRY(c.backend().alltoall(c, sbuf, rbuf, static_cast<int>(count), type, req));
@@ -352,7 +362,7 @@ tsr_status gather(const Comm& c, const void* sbuf, size_t count, void* rbuf, tsr
   TSR_TRY(check_buf(sbuf, count, "sbuf"));
   const bool is_root = c.rank() == root;
   if (is_root) TSR_TRY(check_buf(rbuf, count, "rbuf"));
-  TSR_TRY(check_count(count * static_cast<size_t>(c.size()), "count*size"));
+  TSR_TRY(check_count_times(count, c.size()));
   const uint64_t n = bytes_of(count, type);
   TSR_TRY(c.backend().gather(c, sbuf, static_cast<int>(count), rbuf, type, root, req));
   c.ledger().coll_call(TSR_COLL_GATHER, n, is_root ? n * static_cast<uint64_t>(c.size()) : 0, t);
@@ -367,7 +377,7 @@ tsr_status scatter(const Comm& c, const void* sbuf, size_t count, void* rbuf, ts
   const bool is_root = c.rank() == root;
   if (is_root) TSR_TRY(check_buf(sbuf, count, "sbuf"));
   TSR_TRY(check_buf(rbuf, count, "rbuf"));
-  TSR_TRY(check_count(count * static_cast<size_t>(c.size()), "count*size"));
+  TSR_TRY(check_count_times(count, c.size()));
   const uint64_t n = bytes_of(count, type);
   TSR_TRY(c.backend().scatter(c, sbuf, static_cast<int>(count), rbuf, type, root, req));
   c.ledger().coll_call(TSR_COLL_SCATTER, is_root ? n * static_cast<uint64_t>(c.size()) : 0, n, t);
@@ -439,11 +449,17 @@ tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local, const uint
     for (const WireEdge& e : m.recv) ledger->coll_wire_recv(TSR_PEER_NODE, e.messages, e.bytes, Traffic::control);
   }
   TSR_MPI_TRY(MPI_Bcast(&note, static_cast<int>(sizeof note), MPI_BYTE, failed, comm));
-  if (local != TSR_SUCCESS) {
+  // Every rank returns the lowest failing rank's status. A rank that failed
+  // itself keeps its own message (and says which status won, if another).
+  const tsr_status agreed = static_cast<tsr_status>(note.status);
+  if (local == agreed) {
     set_pending_message(mine);
-    return local;
+    return agreed;
   }
-  return fail(static_cast<tsr_status>(note.status), "rank %d failed: %s", failed, note.text);
+  if (local != TSR_SUCCESS)
+    return fail(agreed, "%s (rank %d failed first, with %s: %s)", mine.c_str(), failed, tsr_status_name(agreed),
+                note.text);
+  return fail(agreed, "rank %d failed: %s", failed, note.text);
 }
 
 tsr_status agree(const Comm& c, tsr_status local, const uint64_t* same) {

@@ -121,8 +121,8 @@ tsr_status test(const Comm& c, Request* req, int* done);
 // ------------------------------------------------------- collective checks
 // Agree on an error before communicating: every rank passes its local status
 // (with its pending message). If any rank failed, every rank returns the
-// status of the lowest failing rank; ranks that did not fail get a message
-// naming that rank and carrying its message. If `same` is given, every rank
+// status of the lowest failing rank; the other ranks get a message naming
+// that rank (its rank in c) and carrying its message. If `same` is given, every rank
 // must also pass the same value (a digest of sizes, types, root...), else all
 // ranks get TSR_ERR_INVALID_ARG. One 24-byte all-reduce when all succeeded
 // (plus a 516-byte broadcast on failure). Charged as control traffic.

@@ -208,7 +208,11 @@ TSR_API tsr_status tsr_grid_rows_within_node(tsr_grid grid, int* within, int* to
  * and agreed on before any data moves (one 24-byte control all-reduce on the
  * axis, which also checks that count, type, op and root agree), so a bad
  * argument fails on all of the axis's ranks. counts are
- * elements of type; where noted, sbuf == rbuf means in place. */
+ * elements of type; where noted, sbuf == rbuf means in place.
+ * A count of TSR_COUNT_INVALID fails the call with TSR_ERR_SHAPE on every
+ * rank of the axis before any data moves: for wrappers (the C++ spans, other
+ * language bindings) that find a size error on one rank only. */
+#define TSR_COUNT_INVALID (SIZE_MAX >> 1)
 TSR_API tsr_status tsr_bcast(tsr_grid grid, tsr_grid_axis axis, void* buf, size_t count,
                              tsr_dtype type, int root);
 /* sbuf == rbuf: in place. */

@@ -195,52 +195,64 @@ class grid {
   }
   template <class T>
   void allreduce(tsr_grid_axis a, span<const T> send, span<T> recv, tsr_op op = TSR_SUM) {
-    T* r = fits(send.size(), recv, "allreduce");
-    call(tsr_allreduce(h_, a, send.data(), r, send.size(), dtype_of<T>::value, op), r, recv.data());
+    const std::size_t n = sized(recv.size(), send.size(), "allreduce", "receive");
+    call(tsr_allreduce(h_, a, send.data(), recv.data(), n, dtype_of<T>::value, op));
   }
+  // recv holds axis_size blocks of send.size() elements.
   template <class T>
   void allgather(tsr_grid_axis a, span<const T> send, span<T> recv) {
-    T* r = fits(send.size() * static_cast<std::size_t>(axis(a).second), recv, "allgather");
-    call(tsr_allgather(h_, a, send.data(), send.size(), r, dtype_of<T>::value), r, recv.data());
+    const std::size_t p = static_cast<std::size_t>(axis(a).second);
+    const std::size_t n = sized(recv.size(), send.size() * p, "allgather", "receive", send.size());
+    call(tsr_allgather(h_, a, send.data(), n, recv.data(), dtype_of<T>::value));
   }
   // send holds axis_size blocks of recv.size() elements.
   template <class T>
   void reduce_scatter(tsr_grid_axis a, span<const T> send, span<T> recv, tsr_op op = TSR_SUM) {
     const std::size_t p = static_cast<std::size_t>(axis(a).second);
-    T* r = fits(p ? send.size() / p : 0, recv, "reduce_scatter");
-    if (p && send.size() % p) r = nullptr;
-    call(tsr_reduce_scatter(h_, a, send.data(), r, p ? send.size() / p : 0, dtype_of<T>::value, op), r,
-         recv.data());
+    std::size_t n = sized(recv.size(), p ? send.size() / p : 0, "reduce_scatter", "receive");
+    not_blocks(send.size(), p, "reduce_scatter", &n);
+    call(tsr_reduce_scatter(h_, a, send.data(), recv.data(), n, dtype_of<T>::value, op));
   }
   // send and recv hold axis_size blocks of equal size.
   template <class T>
   void alltoall(tsr_grid_axis a, span<const T> send, span<T> recv) {
     const std::size_t p = static_cast<std::size_t>(axis(a).second);
-    T* r = fits(send.size(), recv, "alltoall");
-    if (p && send.size() % p) r = nullptr;
-    call(tsr_alltoall(h_, a, send.data(), r, p ? send.size() / p : 0, dtype_of<T>::value), r, recv.data());
+    std::size_t n = sized(recv.size(), send.size(), "alltoall", "receive", p ? send.size() / p : 0);
+    not_blocks(send.size(), p, "alltoall", &n);
+    call(tsr_alltoall(h_, a, send.data(), recv.data(), n, dtype_of<T>::value));
   }
   template <class T>
   void shift(tsr_grid_axis a, span<const T> send, span<T> recv, int by) {
-    T* r = fits(send.size(), recv, "shift");
-    call(tsr_shift(h_, a, send.data(), r, send.size(), dtype_of<T>::value, by), r, recv.data());
+    const std::size_t n = sized(recv.size(), send.size(), "shift", "receive");
+    call(tsr_shift(h_, a, send.data(), recv.data(), n, dtype_of<T>::value, by));
   }
 
  private:
-  // A receive span of the wrong size must fail on every rank of the axis, not
-  // throw on this rank alone while the others wait: the wrapper then passes a
-  // NULL receive buffer, which the C call rejects collectively, and this rank
-  // throws with the real reason.
-  template <class T>
-  T* fits(std::size_t expected, span<T> recv, const char* what) {
-    bad_ = expected != recv.size() ? std::string("tessera::grid::") + what + ": receive span has " +
-                                         std::to_string(recv.size()) + " elements; expected " +
-                                         std::to_string(expected)
-                                   : std::string();
-    return bad_.empty() ? recv.data() : nullptr;
+  // A span of the wrong size must fail on every rank of the axis, not throw on
+  // this rank alone while the others wait in the collective. The wrapper then
+  // passes TSR_COUNT_INVALID: the C call fails on every rank before any data
+  // moves (the others' message names this rank), and this rank throws
+  // TSR_ERR_SHAPE with the real reason.
+  static constexpr std::size_t kPoison = TSR_COUNT_INVALID;
+  void not_blocks(std::size_t send, std::size_t p, const char* what, std::size_t* n) {
+    if (*n == kPoison || p == 0 || send % p == 0) return;
+    bad_ = std::string("tessera::grid::") + what + ": send span has " + std::to_string(send) +
+           " elements, not a multiple of the axis size " + std::to_string(p);
+    *n = kPoison;
   }
-  void call(tsr_status st, const void* passed, const void* mine) {
-    if (st != TSR_SUCCESS && passed == nullptr && mine != nullptr && !bad_.empty()) throw error(TSR_ERR_SHAPE, bad_);
+  // count: what to pass when got == want (default: want).
+  std::size_t sized(std::size_t got, std::size_t want, const char* what, const char* which,
+                    std::size_t count = ~std::size_t(0)) {
+    if (got == want) {
+      bad_.clear();
+      return count == ~std::size_t(0) ? want : count;
+    }
+    bad_ = std::string("tessera::grid::") + what + ": " + which + " span has " + std::to_string(got) +
+           " elements; expected " + std::to_string(want);
+    return kPoison;
+  }
+  void call(tsr_status st) {
+    if (!bad_.empty()) throw error(TSR_ERR_SHAPE, bad_);
     check(st, ctx_);
   }
   std::string bad_;
