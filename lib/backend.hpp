@@ -4,9 +4,23 @@
 // req == nullptr means blocking. Counts have been checked to fit an int.
 #pragma once
 
-#include "transport.hpp"
+#include "comm.hpp"
+#include "core.hpp"
 
 namespace tsr {
+
+// The MPI datatype of a (valid) tsr_dtype; bfloat16 travels as uint16_t.
+inline MPI_Datatype mpi_type(tsr_dtype type) {
+  switch (type) {
+    case TSR_BYTE: return MPI_UINT8_T;
+    case TSR_INT32: return MPI_INT32_T;
+    case TSR_INT64: return MPI_INT64_T;
+    case TSR_FLOAT32: return MPI_FLOAT;
+    case TSR_FLOAT64: return MPI_DOUBLE;
+    case TSR_BFLOAT16: return MPI_UINT16_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
 
 class Backend {
  public:
@@ -48,8 +62,21 @@ class MpiBackend final : public Backend {
   static tsr_status create(std::unique_ptr<MpiBackend>* out);
   ~MpiBackend() override;
   const char* name() const override { return "mpi"; }
-  tsr_status send(const Comm&, const void*, int, tsr_dtype, int, int, Request*) override;
-  tsr_status recv(const Comm&, void*, int, tsr_dtype, int, int, Request*) override;
+  // Point-to-point is latency-bound: defined here, inline, so that the
+  // transport's hot path (transport.hpp) compiles into one MPI call.
+  tsr_status send(const Comm& c, const void* buf, int count, tsr_dtype type, int peer, int tag,
+                  Request* req) override {
+    const int rc = req == nullptr ? MPI_Send(buf, count, mpi_type(type), peer, tag, c.mpi())
+                                  : MPI_Isend(buf, count, mpi_type(type), peer, tag, c.mpi(), &req->mpi);
+    return rc == MPI_SUCCESS ? TSR_SUCCESS : mpi_fail(rc, req == nullptr ? "MPI_Send" : "MPI_Isend");
+  }
+  tsr_status recv(const Comm& c, void* buf, int count, tsr_dtype type, int peer, int tag,
+                  Request* req) override {
+    const int rc = req == nullptr
+                       ? MPI_Recv(buf, count, mpi_type(type), peer, tag, c.mpi(), MPI_STATUS_IGNORE)
+                       : MPI_Irecv(buf, count, mpi_type(type), peer, tag, c.mpi(), &req->mpi);
+    return rc == MPI_SUCCESS ? TSR_SUCCESS : mpi_fail(rc, req == nullptr ? "MPI_Recv" : "MPI_Irecv");
+  }
   tsr_status sendrecv(const Comm&, const void*, int, int, int, void*, int, int, int,
                       tsr_dtype) override;
   tsr_status barrier(const Comm&, Request*) override;
@@ -72,7 +99,5 @@ class MpiBackend final : public Backend {
   MPI_Op op(tsr_dtype type, tsr_op op) const;
   MPI_Op bf16_ops_[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
 };
-
-MPI_Datatype mpi_type(tsr_dtype type);
 
 }  // namespace tsr

@@ -10,18 +10,6 @@
 
 namespace tsr {
 
-MPI_Datatype mpi_type(tsr_dtype type) {
-  switch (type) {
-    case TSR_BYTE: return MPI_UINT8_T;
-    case TSR_INT32: return MPI_INT32_T;
-    case TSR_INT64: return MPI_INT64_T;
-    case TSR_FLOAT32: return MPI_FLOAT;
-    case TSR_FLOAT64: return MPI_DOUBLE;
-    case TSR_BFLOAT16: return MPI_UINT16_T;
-  }
-  return MPI_DATATYPE_NULL;
-}
-
 namespace {
 
 float bf16_to_float(uint16_t h) {
@@ -95,17 +83,6 @@ MPI_Op MpiBackend::op(tsr_dtype type, tsr_op o) const {
     case TSR_MAX: return MPI_MAX;
   }
   return MPI_OP_NULL;
-}
-
-tsr_status MpiBackend::send(const Comm& c, const void* buf, int count, tsr_dtype type, int peer, int tag,
-                            Request* req) {
-  TSR_MPI_CALL(MPI_Send(buf, count, mpi_type(type), peer, tag, c.mpi()),
-               MPI_Isend(buf, count, mpi_type(type), peer, tag, c.mpi(), &req->mpi));
-}
-
-tsr_status MpiBackend::recv(const Comm& c, void* buf, int count, tsr_dtype type, int peer, int tag, Request* req) {
-  TSR_MPI_CALL(MPI_Recv(buf, count, mpi_type(type), peer, tag, c.mpi(), MPI_STATUS_IGNORE),
-               MPI_Irecv(buf, count, mpi_type(type), peer, tag, c.mpi(), &req->mpi));
 }
 
 tsr_status MpiBackend::sendrecv(const Comm& c, const void* sbuf, int scount, int dest, int stag, void* rbuf,

@@ -22,6 +22,7 @@ tsr_status Comm::wrap(tsr_context_s* ctx, MPI_Comm comm, bool owned, std::unique
   c->comm_ = comm;
   c->owned_ = owned;
   c->backend_ = ctx->backend.get();
+  c->host_mpi_ = ctx->backend.get();
   c->ledger_ = &ctx->ledger;
   TSR_MPI_TRY(MPI_Comm_rank(comm, &c->rank_));
   TSR_MPI_TRY(MPI_Comm_size(comm, &c->size_));

@@ -163,35 +163,20 @@ void charge_model(const Comm& c, const WireModel& m, Traffic t) {
   for (const WireEdge& e : m.recv) l.coll_wire_recv(c.peer_class(e.peer), e.messages, e.bytes, t);
 }
 
-// Element sizes by tsr_dtype (valid after check_type; kept here so that the
-// hot path needs no call).
-constexpr uint64_t kElemSize[] = {1, 4, 8, 4, 8, 2};
-static_assert(sizeof kElemSize / sizeof kElemSize[0] == TSR_BFLOAT16 + 1, "one size per tsr_dtype");
-uint64_t bytes_of(size_t count, tsr_dtype type) { return static_cast<uint64_t>(count) * kElemSize[type]; }
+using detail::bytes_of;
 
 }  // namespace
 
 // ------------------------------------------------------------ point to point
-tsr_status send(const Comm& c, const void* buf, size_t count, tsr_dtype type, int peer, int tag, Request* req,
-                Traffic t) {
+namespace detail {
+tsr_status p2p_error(const Comm& c, const void* buf, size_t count, tsr_dtype type, int peer) {
   TSR_TRY(check_type(type));
   TSR_TRY(check_buf(buf, count, "buf"));
   TSR_TRY(check_count(count, "count"));
   TSR_TRY(check_peer(c, peer, "peer"));
-  TSR_TRY(c.backend().send(c, buf, static_cast<int>(count), type, peer, tag, req));
-  c.ledger().p2p_sent(c.peer_class(peer), bytes_of(count, type), t);
-  return TSR_SUCCESS;
+  return fail(TSR_ERR_INTERNAL, "point-to-point arguments rejected without a reason");
 }
-
-tsr_status recv(const Comm& c, void* buf, size_t count, tsr_dtype type, int peer, int tag, Request* req, Traffic t) {
-  TSR_TRY(check_type(type));
-  TSR_TRY(check_buf(buf, count, "buf"));
-  TSR_TRY(check_count(count, "count"));
-  TSR_TRY(check_peer(c, peer, "peer"));
-  TSR_TRY(c.backend().recv(c, buf, static_cast<int>(count), type, peer, tag, req));
-  c.ledger().p2p_recv(c.peer_class(peer), bytes_of(count, type), t);
-  return TSR_SUCCESS;
-}
+}  // namespace detail
 
 tsr_status sendrecv(const Comm& c, const void* sbuf, size_t scount, int dest, int stag, void* rbuf, size_t rcount,
                     int source, int rtag, tsr_dtype type, Traffic t) {

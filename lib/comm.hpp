@@ -1,0 +1,65 @@
+// The transport's view of a communicator and of a request in flight: shared
+// by the transport front (transport.hpp) and the backends (backend.hpp).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ledger.hpp"
+#include "tessera/tessera.h"
+
+struct tsr_context_s;
+
+namespace tsr {
+
+class Backend;
+class MpiBackend;
+
+// A nonblocking operation in flight.
+struct Request {
+  MPI_Request mpi = MPI_REQUEST_NULL;
+  std::vector<int> scratch;  // count/displacement arrays MPI reads until completion
+  bool active() const { return mpi != MPI_REQUEST_NULL; }
+};
+
+// A communicator as the transport sees it: the MPI communicator, the class of
+// every peer (self / same node / other node), the ledger to charge and the
+// backend that moves the bytes.
+class Comm {
+ public:
+  // Wraps comm, whose ranks must all belong to ctx. If owned, the Comm frees
+  // comm when destroyed. Local (uses the context's node map and
+  // MPI_Group_translate_ranks).
+  static tsr_status wrap(tsr_context_s* ctx, MPI_Comm comm, bool owned, std::unique_ptr<Comm>* out);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  MPI_Comm mpi() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  tsr_peer_class peer_class(int peer) const {
+    return static_cast<tsr_peer_class>(peer_class_[static_cast<size_t>(peer)]);
+  }
+  int context_rank(int peer) const { return context_rank_[static_cast<size_t>(peer)]; }
+  Ledger& ledger() const { return *ledger_; }
+  Backend& backend() const { return *backend_; }
+  // The host MPI backend when it is this communicator's backend, else null:
+  // lets the point-to-point hot path call it without virtual dispatch.
+  MpiBackend* host_mpi() const { return host_mpi_; }
+  tsr_context_s* context() const { return ctx_; }
+
+ private:
+  Comm() = default;
+  tsr_context_s* ctx_ = nullptr;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool owned_ = false;
+  int rank_ = 0, size_ = 0;
+  std::vector<unsigned char> peer_class_;
+  std::vector<int> context_rank_;
+  Backend* backend_ = nullptr;
+  MpiBackend* host_mpi_ = nullptr;
+  Ledger* ledger_ = nullptr;
+};
+
+}  // namespace tsr
