@@ -221,6 +221,10 @@ TSR_CLONES void bf16_to_f32(const uint16_t* in, float* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = ld(in[i]);
 }
 
+TSR_CLONES void f32_to_bf16(const float* in, uint16_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = to_bf16(in[i]);
+}
+
 const char* kernel_isa() {
 #if TSR_HAVE_CLONES
   __builtin_cpu_init();

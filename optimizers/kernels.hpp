@@ -69,6 +69,7 @@ void lars_update_bf16(const uint16_t* g, float* w, float* v, uint16_t* p, size_t
 
 // bfloat16 <-> float32 for whole arrays (master weights).
 void bf16_to_f32(const uint16_t* in, float* out, size_t n);
+void f32_to_bf16(const float* in, uint16_t* out, size_t n);
 
 // Which instruction set the kernels run with on this machine ("x86-64-v4",
 // "x86-64-v3", "baseline"), for benchmark reports.
