@@ -37,7 +37,11 @@ class optimizer {
 
   optimizer(const context& ctx, tsr_opt_preset preset, const std::vector<std::size_t>& group_sizes,
             tsr_opt_dist dist = TSR_OPT_DATA_PARALLEL, tsr_dtype param_type = TSR_FLOAT32)
-      : ctx_(ctx.get()) {
+      : optimizer(ctx.get(), preset, group_sizes, dist, param_type) {}
+  // Over a context owned elsewhere (e.g. by C code).
+  optimizer(tsr_context ctx, tsr_opt_preset preset, const std::vector<std::size_t>& group_sizes,
+            tsr_opt_dist dist = TSR_OPT_DATA_PARALLEL, tsr_dtype param_type = TSR_FLOAT32)
+      : ctx_(ctx) {
     check(tsr_optimizer_create(ctx_, preset, dist, param_type, group_sizes.size(), group_sizes.data(), &h_), ctx_);
   }
   ~optimizer() { tsr_optimizer_destroy(&h_); }
