@@ -527,10 +527,17 @@ tsr_status prepare_step(tsr_optimizer_s& o, const void* params, const void* grad
                     "learning rate >= 0", lr, g, static_cast<long long>(t));
     }
     o.lr[g] = lr;
-    for (int p = 0; p < kParams; ++p)
-      if (p != TSR_OPT_THREADS) h.add(v[static_cast<size_t>(p)]);
-    h.add(lr);
+    if (o.schedule) h.add(lr);
   }
+  if (o.hyper_dirty) {  // the parameters' digest, taken again only after they changed
+    Hash hp;
+    for (const Values& v : o.hyper)
+      for (int p = 0; p < kParams; ++p)
+        if (p != TSR_OPT_THREADS) hp.add(v[static_cast<size_t>(p)]);
+    o.hyper_digest = hp.h;
+    o.hyper_dirty = false;
+  }
+  h.add(o.hyper_digest);
   *digest = h.h;
   return TSR_SUCCESS;
 }
@@ -574,6 +581,7 @@ tsr_status step(tsr_optimizer opt, void* params, void* grads, size_t count) {
 
 tsr_status set_one(tsr_optimizer_s& o, size_t g, tsr_opt_param p, double value) {
   o.hyper[g][static_cast<size_t>(p)] = value + 0.0;  // -0 is 0
+  o.hyper_dirty = true;
   return TSR_SUCCESS;
 }
 

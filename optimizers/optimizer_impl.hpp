@@ -107,6 +107,8 @@ struct tsr_optimizer_s {
 
   // Hyperparameters, per group (global ones are kept in every row).
   std::vector<tsr::opt::Values> hyper;
+  bool hyper_dirty = true;    // hyper changed since hyper_digest was taken
+  uint64_t hyper_digest = 0;  // of every value but TSR_OPT_THREADS
   tsr_opt_schedule schedule = nullptr;
   void* schedule_user = nullptr;
 

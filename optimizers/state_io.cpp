@@ -234,6 +234,7 @@ tsr_status load(tsr_optimizer opt, const char* path) {
   TSR_TRY(io::read(world, path, big, nullptr));
 
   o.hyper = values;
+  o.hyper_dirty = true;
   o.step = step;
   o.skipped = skipped;
   o.master_ready = with_master;
