@@ -120,17 +120,20 @@ tsr_status create(tsr_context ctx, tsr_opt_preset preset, tsr_opt_dist dist, tsr
         o->lo = 0;
         o->hi = n;
       }
-      o->items = cut(o->offset, o->lo, o->hi);
       o->hyper.assign(ngroups, pr->values);
       o->ratio.assign(ngroups, 1.0);
       o->lr.assign(ngroups, 0.0);
-      o->partial.resize(o->items.size());
       const size_t k = o->local();
       bool ok = o->m.allocate(k);
       if (ok && o->kind == TSR_OPT_LAMB) ok = o->v.allocate(k);
       if (ok && type == TSR_BFLOAT16) ok = o->master.allocate(k);
       if (ok && dist == TSR_OPT_SHARDED) ok = o->gslice.allocate(k * tsr_dtype_size(type));
-      if (!ok) local = fail(TSR_ERR_NO_MEMORY, "allocating the optimizer state (%zu elements per array)", k);
+      if (!ok) {
+        local = fail(TSR_ERR_NO_MEMORY, "allocating the optimizer state (%zu elements per array)", k);
+      } else {  // the work items, once the state (some 10^4 times larger) fits
+        o->items = cut(o->offset, o->lo, o->hi);
+        o->partial.resize(o->items.size());
+      }
     } catch (const std::bad_alloc&) {
       local = fail(TSR_ERR_NO_MEMORY, "allocating the optimizer layout");
     }

@@ -12,7 +12,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -523,12 +525,16 @@ TEST(Errors, HyperparametersOutOfBounds) {
   double lr = 0;
   EXPECT_EQ(tsr_optimizer_get_param(lamb, 1, TSR_OPT_LR, &lr), TSR_SUCCESS);
   EXPECT_EQ(lr, 1e-3) << "a rejected value was stored";
+  lr = 0;
   EXPECT_EQ(tsr_optimizer_set_group_param(lamb, 0, TSR_OPT_MAX_GRAD_NORM, 1), TSR_ERR_INVALID_ARG);
   EXPECT_TRUE(has(tsr_last_error(ctx), "TSR_OPT_MAX_GRAD_NORM is optimizer-wide")) << tsr_last_error(ctx);
   EXPECT_EQ(tsr_optimizer_set_group_param(lamb, 2, TSR_OPT_LR, 1), TSR_ERR_INVALID_ARG);
   EXPECT_TRUE(has(tsr_last_error(ctx), "argument 'group' = 2; expected 0 <= group < 2")) << tsr_last_error(ctx);
   EXPECT_EQ(tsr_optimizer_set_group_param(lamb, -1, TSR_OPT_LR, 1), TSR_ERR_INVALID_ARG);
   EXPECT_EQ(tsr_optimizer_get_param(lamb, 0, TSR_OPT_LR, nullptr), TSR_ERR_INVALID_ARG);
+  EXPECT_EQ(tsr_optimizer_get_param(lamb, 2, TSR_OPT_LR, &lr), TSR_ERR_INVALID_ARG);
+  EXPECT_EQ(tsr_optimizer_get_param(lamb, 7, TSR_OPT_LOSS_SCALE, &lr), TSR_SUCCESS);  // global: group ignored
+  EXPECT_EQ(lr, 1.0);
   EXPECT_EQ(tsr_optimizer_set_param(nullptr, TSR_OPT_LR, 1), TSR_ERR_INVALID_ARG);
   EXPECT_TRUE(has(tsr_last_error(nullptr), "argument 'opt' is NULL"));
   // Bounds are queryable, and what they say is what the setters accept.
@@ -671,6 +677,23 @@ TEST(Errors, CreateFailsOnEveryRank) {
             TSR_ERR_INVALID_ARG);
   EXPECT_EQ(tsr_optimizer_create(nullptr, TSR_PRESET_LAMB_APEX, TSR_OPT_SHARDED, TSR_FLOAT32, 3, sz, &o),
             TSR_ERR_INVALID_ARG);
+  // Too large: sharded over INT_MAX elements, or more than memory (on one rank).
+  const size_t huge[2] = {static_cast<size_t>(INT_MAX), 1};
+  EXPECT_EQ(tsr_optimizer_create(ctx, TSR_PRESET_LAMB_APEX, TSR_OPT_SHARDED, TSR_FLOAT32, 2, huge, &o),
+            TSR_ERR_UNSUPPORTED);
+  EXPECT_TRUE(has(tsr_last_error(ctx), "TSR_OPT_SHARDED moves the flat array with one reduce-scatter"))
+      << tsr_last_error(ctx);
+  const size_t beyond[2] = {size_t{1} << 58, 3};  // 2^60 bytes of state: never allocatable
+  const size_t fine[2] = {4, 3};
+  EXPECT_EQ(tsr_optimizer_create(ctx, TSR_PRESET_LARS_PAPER, TSR_OPT_REPLICATED, TSR_FLOAT32, 2, me ? beyond : fine, &o),
+            world_size() > 1 ? TSR_ERR_INVALID_ARG : TSR_ERR_NO_MEMORY);  // sizes differ across ranks first
+  EXPECT_EQ(tsr_optimizer_create(ctx, TSR_PRESET_LARS_PAPER, TSR_OPT_REPLICATED, TSR_FLOAT32, 2, beyond, &o),
+            TSR_ERR_NO_MEMORY);
+  EXPECT_TRUE(has(tsr_last_error(ctx), "allocating the optimizer state")) << tsr_last_error(ctx);
+  EXPECT_EQ(o, nullptr);
+  const size_t overflow[2] = {SIZE_MAX / 2, SIZE_MAX / 2};
+  EXPECT_EQ(tsr_optimizer_create(ctx, TSR_PRESET_LARS_PAPER, TSR_OPT_REPLICATED, TSR_FLOAT32, 2, overflow, &o),
+            TSR_ERR_UNSUPPORTED);
   if (world_size() > 1) {
     const size_t other[3] = {4, me ? 6u : 5u, 6};
     EXPECT_EQ(tsr_optimizer_create(ctx, TSR_PRESET_LAMB_APEX, TSR_OPT_SHARDED, TSR_FLOAT32, 3, other, &o),
