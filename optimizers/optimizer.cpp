@@ -244,10 +244,18 @@ class Stepper {
     bufs_.wbase = bf16_ ? o_.lo : 0;
     bufs_.p = bf16_ ? static_cast<uint16_t*>(params_) : nullptr;
 
-    // 1. Gradients in, pass A (the norms at gradient scale `scale_`).
+    // Clipping and LAMB: the update norm depends on the clip factor, which
+    // depends on the global gradient norm. After a step that clipped (the
+    // common steady state), take the gradient norm first (pass G), then pass
+    // A at the right scale; otherwise run pass A at clip factor 1 and, only if
+    // clipping then scales, the update norms again (pass A').
+    const double maxn = h0[TSR_OPT_MAX_GRAD_NORM];
+    const bool norm_first = lamb_ && maxn > 0 && o_.last_clipped;
+
+    // 1. Gradients in, and the first pass over them.
     coefs(scale_);
     if (o_.dist == TSR_OPT_DATA_PARALLEL) {
-      TSR_TRY(data_parallel_pass_a());
+      TSR_TRY(data_parallel_in(norm_first));
     } else {
       if (o_.dist == TSR_OPT_SHARDED) {
         TSR_TRY(reduce_scatterv(world_, grads_, o_.gslice.data(), o_.counts.data(), o_.type, TSR_SUM));
@@ -257,11 +265,27 @@ class Stepper {
         bufs_.g = static_cast<const unsigned char*>(grads_);
         bufs_.gbase = 0;
       }
-      pass_a(0, o_.items.size(), true);
+      if (norm_first) pass_g(0, o_.items.size());
+      else pass_a(0, o_.items.size(), true);
     }
     o_.passes = 1;
+    double gs = scale_;
+    if (norm_first) {
+      // Per-group sums of G^2, assembled over the ranks (L float64).
+      std::vector<double> g2s(ng_, 0.0);
+      for (size_t i = 0; i < o_.items.size(); ++i) g2s[static_cast<size_t>(o_.items[i].group)] += o_.partial[i].a;
+      if (o_.dist == TSR_OPT_SHARDED) {
+        TSR_TRY(allreduce(world_, g2s.data(), g2s.data(), g2s.size(), TSR_FLOAT64, TSR_SUM));
+        o_.norm_allreduces += 1;
+      }
+      TSR_TRY(clip_from(g2s, 1));
+      gs = scale_ * o_.clip;
+      coefs(gs);
+      pass_a(0, o_.items.size(), true, false);  // the gradient norm is known: skip plain groups
+      o_.passes += 1;
+    }
 
-    // 2. Per-group sums, assembled over the ranks in one all-reduce.
+    // 2. Per-group sums, assembled over the ranks in one all-reduce (3L float64).
     sums_.assign(3 * ng_, 0.0);
     for (size_t i = 0; i < o_.items.size(); ++i) {
       const size_t g = static_cast<size_t>(o_.items[i].group);
@@ -271,24 +295,20 @@ class Stepper {
     }
     if (o_.dist == TSR_OPT_SHARDED) {
       TSR_TRY(allreduce(world_, sums_.data(), sums_.data(), sums_.size(), TSR_FLOAT64, TSR_SUM));
-      o_.norm_allreduces = 1;
+      o_.norm_allreduces += 1;
     }
-    double g2 = 0;
-    for (size_t g = 0; g < ng_; ++g) g2 += sums_[3 * g];
-    o_.grad_norm = scale_ * std::sqrt(g2);
-    if (!std::isfinite(g2))
-      return skip("the gradient norm is not finite (sum of squares %g)", g2);
+    if (!norm_first) {
+      TSR_TRY(clip_from(sums_, 3));
+      gs = scale_ * o_.clip;
+    }
     for (size_t g = 0; g < ng_; ++g)
       if (adapt_[g] && !(std::isfinite(sums_[3 * g + 1]) && std::isfinite(sums_[3 * g + 2])))
         return skip("group %zu: the %s norm is not finite", g,
                     std::isfinite(sums_[3 * g + 1]) ? (lamb_ ? "update" : "gradient-weight") : "weight");
 
-    // 3. Clipping. LAMB's update norm depends on the clipped gradient: pass A
-    // again, and a second all-reduce, only on steps where clipping scales.
-    const double maxn = h0[TSR_OPT_MAX_GRAD_NORM];
-    o_.clip = maxn > 0 && o_.grad_norm > maxn ? maxn / o_.grad_norm : 1.0;
-    const double gs = scale_ * o_.clip;
-    if (o_.clip != 1.0 && lamb_) {
+    // 3. Pass A ran at clip factor 1 but clipping scales: LAMB needs the
+    // update norms at the clipped scale (LARS gets them from the sums).
+    if (!norm_first && o_.clip != 1.0 && lamb_) {
       coefs(gs);
       pass_a(0, o_.items.size(), false);
       o_.passes += 1;
@@ -296,7 +316,7 @@ class Stepper {
       for (size_t i = 0; i < o_.items.size(); ++i) usums_[static_cast<size_t>(o_.items[i].group)] += o_.partial[i].c;
       if (o_.dist == TSR_OPT_SHARDED) {
         TSR_TRY(allreduce(world_, usums_.data(), usums_.data(), usums_.size(), TSR_FLOAT64, TSR_SUM));
-        o_.norm_allreduces = 2;
+        o_.norm_allreduces += 1;
       }
       for (size_t g = 0; g < ng_; ++g) {
         if (adapt_[g] && !std::isfinite(usums_[g])) return skip("group %zu: the update norm is not finite", g);
@@ -314,10 +334,24 @@ class Stepper {
       unsigned char* p = static_cast<unsigned char*>(params_);
       TSR_TRY(allgatherv(world_, p + o_.lo * esize_, o_.local(), p, o_.counts.data(), o_.displs.data(), o_.type));
     }
+    o_.last_clipped = o_.clip != 1.0;
     return TSR_SUCCESS;
   }
 
  private:
+  // The global gradient norm from per-group sums of G^2 (every `stride`-th
+  // value), the same way on every route: groups in order. Sets the clip
+  // factor, or skips the step.
+  tsr_status clip_from(const std::vector<double>& v, size_t stride) {
+    double g2 = 0;
+    for (size_t g = 0; g < ng_; ++g) g2 += v[stride * g];
+    o_.grad_norm = scale_ * std::sqrt(g2);
+    if (!std::isfinite(g2)) return skip("the gradient norm is not finite (sum of squares %g)", g2);
+    const double maxn = o_.hyper[0][TSR_OPT_MAX_GRAD_NORM];
+    o_.clip = maxn > 0 && o_.grad_norm > maxn ? maxn / o_.grad_norm : 1.0;
+    return TSR_SUCCESS;
+  }
+
   tsr_status skip(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
     char why[256];
     va_list ap;
@@ -337,8 +371,9 @@ class Stepper {
   }
 
   // Pass A over items [a, b): all = G^2, w^2 and u^2 (LAMB) or G^2, w^2, G*w
-  // (LARS); !all = u^2 only (LAMB, the clipped scale).
-  void pass_a(size_t a, size_t b, bool all) {
+  // (LARS); !all = u^2 only (LAMB, the clipped scale). Groups without
+  // adaptation contribute G^2 (read g only) where `plain`, else nothing.
+  void pass_a(size_t a, size_t b, bool all, bool plain = true) {
     const bool lamb = lamb_, bf16 = bf16_;
     uint64_t bytes = 0;
     for (size_t i = a; i < b; ++i) {
@@ -346,7 +381,7 @@ class Stepper {
       const uint64_t k = it.end - it.begin;
       const bool ad = adapt_[static_cast<size_t>(it.group)];
       const uint64_t ge = esize_;
-      if (!ad) bytes += all ? k * ge : 0;
+      if (!ad) bytes += all && plain ? k * ge : 0;
       else if (lamb) bytes += k * (ge + 12);
       else bytes += k * (ge + 4);
     }
@@ -356,7 +391,7 @@ class Stepper {
       const size_t k = it.end - it.begin;
       Sums& s = o_.partial[i];
       if (!adapt_[static_cast<size_t>(it.group)]) {
-        if (all) s = {bf16 ? sumsq_bf16(gptr<uint16_t>(bufs_, it.begin), k) : sumsq_f32(gptr<float>(bufs_, it.begin), k), 0, 0};
+        if (all && plain) s = {bf16 ? sumsq_bf16(gptr<uint16_t>(bufs_, it.begin), k) : sumsq_f32(gptr<float>(bufs_, it.begin), k), 0, 0};
         else s = Sums{};
         return;
       }
@@ -377,10 +412,24 @@ class Stepper {
     });
   }
 
+  // Pass G over items [a, b): the gradients' sums of squares only.
+  void pass_g(size_t a, size_t b) {
+    uint64_t bytes = 0;
+    for (size_t i = a; i < b; ++i) bytes += (o_.items[i].end - o_.items[i].begin) * esize_;
+    o_.step_bytes += bytes;
+    const bool bf16 = bf16_;
+    for_items(o_, a, b, [&](size_t i) {
+      const Item& it = o_.items[i];
+      const size_t k = it.end - it.begin;
+      o_.partial[i] = {bf16 ? sumsq_bf16(gptr<uint16_t>(bufs_, it.begin), k) : sumsq_f32(gptr<float>(bufs_, it.begin), k),
+                       0, 0};
+    });
+  }
+
   // Data parallel: every bucket's all-reduce starts at once (nonblocking, in
-  // place on the caller's gradients); pass A runs on each bucket as soon as it
-  // has arrived, while the later ones are still in flight.
-  tsr_status data_parallel_pass_a() {
+  // place on the caller's gradients); the first pass (A, or G) runs on each
+  // bucket as soon as it has arrived, while the later ones are still in flight.
+  tsr_status data_parallel_in(bool norm_first) {
     unsigned char* g = static_cast<unsigned char*>(grads_);
     bufs_.g = g;
     bufs_.gbase = 0;
@@ -403,7 +452,8 @@ class Stepper {
         wait_all(world_, reqs.data() + b + 1, nb - b - 1);
         return st;
       }
-      pass_a(o_.bucket_first[b], o_.bucket_first[b + 1], true);
+      if (norm_first) pass_g(o_.bucket_first[b], o_.bucket_first[b + 1]);
+      else pass_a(o_.bucket_first[b], o_.bucket_first[b + 1], true);
       int done = 0;  // let MPI progress the buckets still in flight
       for (size_t q = b + 1; q < nb && q < b + 3; ++q) test(world_, &reqs[q], &done);
     }

@@ -122,6 +122,7 @@ struct tsr_optimizer_s {
   // Counters and what the last step did.
   int64_t step = 0, skipped = 0;
   bool last_skipped = false;
+  bool last_clipped = false;  // the last step taken clipped (LAMB: take the gradient norm first)
   double grad_norm = 0, clip = 1;
   std::vector<double> ratio, lr;  // per group
   int passes = 0, norm_allreduces = 0;

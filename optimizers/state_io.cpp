@@ -11,7 +11,7 @@
 //                                        (only once a step has set them)
 //   attrs: optimizer (lamb|lars), optimizer_format (1), param_type
 //          (float32|bfloat16), preset, step, skipped, master (0|1),
-//          hyper_columns, written_dist, written_ranks
+//          last_clipped (0|1), hyper_columns, written_dist, written_ranks
 //
 // Every rank writes one balanced contiguous slice of the flat arrays (its
 // own state when sharded), so a file does not depend on the distribution it
@@ -136,6 +136,7 @@ tsr_status save(tsr_optimizer opt, const char* path) {
   attrs["step"] = std::to_string(o.step);
   attrs["skipped"] = std::to_string(o.skipped);
   attrs["master"] = with_master ? "1" : "0";
+  attrs["last_clipped"] = o.last_clipped ? "1" : "0";
   attrs["hyper_columns"] = columns();
   attrs["written_dist"] = dist_tag(o.dist);
   attrs["written_ranks"] = std::to_string(o.nranks);
@@ -238,6 +239,7 @@ tsr_status load(tsr_optimizer opt, const char* path) {
   o.step = step;
   o.skipped = skipped;
   o.master_ready = with_master;
+  o.last_clipped = attr(a, "last_clipped") == "1";
   o.last_skipped = false;
   return TSR_SUCCESS;
 }

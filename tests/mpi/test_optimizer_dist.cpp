@@ -278,24 +278,32 @@ TEST(Accounting, ExactMessagesAndBytesPerStep) {
     tsr_dtype type;
     double clip;  // max grad norm
     bool skip;
+    bool after_clipped;  // measure the second of two clipped steps (LAMB: gradient norm first)
   };
   const Mode modes[] = {
-      {TSR_OPT_REPLICATED, TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, 0, false},
-      {TSR_OPT_DATA_PARALLEL, TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, 0, false},
-      {TSR_OPT_DATA_PARALLEL, TSR_PRESET_LARS_PAPER, TSR_BFLOAT16, 0, true},
-      {TSR_OPT_SHARDED, TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, 0, false},       // one norm all-reduce
-      {TSR_OPT_SHARDED, TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, 1e-3, false},    // clipping: two
-      {TSR_OPT_SHARDED, TSR_PRESET_LARS_PAPER, TSR_BFLOAT16, 1e-3, false},   // LARS clipped: one
-      {TSR_OPT_SHARDED, TSR_PRESET_LAMB_PAPER, TSR_BFLOAT16, 0, true},       // skipped: no all-gather
+      {TSR_OPT_REPLICATED, TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, 0, false, false},
+      {TSR_OPT_DATA_PARALLEL, TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, 0, false, false},
+      {TSR_OPT_DATA_PARALLEL, TSR_PRESET_LARS_PAPER, TSR_BFLOAT16, 0, true, false},
+      {TSR_OPT_DATA_PARALLEL, TSR_PRESET_LAMB_PAPER, TSR_BFLOAT16, 1e-3, false, true},
+      {TSR_OPT_SHARDED, TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, 0, false, false},       // one norm all-reduce
+      {TSR_OPT_SHARDED, TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, 1e-3, false, false},    // clipping: two (3L, L)
+      {TSR_OPT_SHARDED, TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, 1e-3, false, true},     // clipped again: two (L, 3L)
+      {TSR_OPT_SHARDED, TSR_PRESET_LARS_PAPER, TSR_BFLOAT16, 1e-3, false, true},    // LARS clipped: one
+      {TSR_OPT_SHARDED, TSR_PRESET_LAMB_PAPER, TSR_BFLOAT16, 0, true, false},       // skipped: no all-gather
   };
   for (const Mode& m : modes) {
     SCOPED_TRACE("dist " + std::to_string(m.dist) + ", preset " + tsr_optimizer_preset_name(m.preset) +
-                 (m.skip ? ", skipped step" : ""));
+                 (m.skip ? ", skipped step" : "") + (m.after_clipped ? ", after a clipped step" : ""));
     const bool bf16 = m.type == TSR_BFLOAT16;
+    const bool lamb = m.preset == TSR_PRESET_LAMB_PAPER, clipped = m.clip > 0;
     const uint64_t e = bf16 ? 2 : 4;
     tessera::optimizer opt(ctx, m.preset, sizes, m.dist, m.type);
     opt.set(TSR_OPT_BUCKET_BYTES, 4096).set(TSR_OPT_MAX_GRAD_NORM, m.clip);
     Params p(w0, bf16);
+    if (m.after_clipped) {
+      ASSERT_TRUE(step(opt, p, grads(n, 7, x.r, bf16)));
+      ASSERT_LT(opt.query(TSR_OPTQ_CLIP_FACTOR), 1);
+    }
     std::vector<float> g = grads(n, 1, x.r, bf16);
     if (m.skip && x.r == x.p - 1) g[5] = std::numeric_limits<float>::quiet_NaN();
     const tsr_counters before = tsr_test::counters(ctx.get());
@@ -308,22 +316,24 @@ TEST(Accounting, ExactMessagesAndBytesPerStep) {
       for (uint64_t b0 = 0; b0 < n; b0 += 16384) allreduce(want, x, std::min<uint64_t>(16384, n - b0), e);
     } else if (m.dist == TSR_OPT_SHARDED) {
       reduce_scatter(want, x, n, e);
-      allreduce(want, x, 3 * L, 8);                                     // per group: three sums
-      if (m.clip > 0 && m.preset == TSR_PRESET_LAMB_PAPER) allreduce(want, x, L, 8);  // u norms again
+      if (lamb && clipped && m.after_clipped) allreduce(want, x, L, 8);   // per group G^2 first
+      allreduce(want, x, 3 * L, 8);                                      // per group: three sums
+      if (lamb && clipped && !m.after_clipped) allreduce(want, x, L, 8);  // u norms again
       if (!m.skip) allgather(want, x, n, e);
     }
     EXPECT_TRUE(tsr_test::same(want, got));
-    EXPECT_EQ(opt.query(TSR_OPTQ_NORM_ALLREDUCES),
-              m.dist != TSR_OPT_SHARDED ? 0 : (m.clip > 0 && m.preset == TSR_PRESET_LAMB_PAPER ? 2 : 1));
-    if (m.clip > 0 && !m.skip) { EXPECT_LT(opt.query(TSR_OPTQ_CLIP_FACTOR), 1); }
-    // Memory traffic of the kernels (docs/OPTIMIZERS.md): fp32 LAMB 16 + 28
-    // bytes per element, bfloat16 LARS with momentum 6 + 20, on the
-    // elements this rank updates.
+    EXPECT_EQ(opt.query(TSR_OPTQ_NORM_ALLREDUCES), m.dist != TSR_OPT_SHARDED ? 0 : (lamb && clipped ? 2 : 1));
+    if (clipped && !m.skip) { EXPECT_LT(opt.query(TSR_OPTQ_CLIP_FACTOR), 1); }
+    // Memory traffic of the kernels (docs/OPTIMIZERS.md, section 6), on the
+    // elements this rank updates: LAMB pass A 16 (bf16 14) + pass B 28, plus
+    // pass A' 16 (14) on a clipped step or pass G 4 (2) after a clipped step;
+    // LARS pass A 8 (6) + pass B 20.
     if (!m.skip) {
       const double local = opt.query(TSR_OPTQ_SHARD_SIZE);
-      const double per = m.preset == TSR_PRESET_LAMB_PAPER ? (bf16 ? 14 + 28 : 16 + 28) + (m.clip > 0 ? 16 : 0)
-                                                           : (bf16 ? 6 + 20 : 8 + 20);
+      const double a = bf16 ? 14 : 16, extra = !(lamb && clipped) ? 0 : m.after_clipped ? e : a;
+      const double per = lamb ? a + 28 + extra : (bf16 ? 6 + 20 : 8 + 20);
       EXPECT_EQ(opt.query(TSR_OPTQ_STEP_BYTES), per * local);
+      EXPECT_EQ(opt.query(TSR_OPTQ_PASSES), lamb && clipped ? 3 : 2);
     }
   }
 }
