@@ -26,8 +26,8 @@
  *                            reduce-scatter, each rank updates its slice, the
  *                            parameters are all-gathered. The per-group norms
  *                            are assembled from partial sums with one fused
- *                            all-reduce for all groups (two on a LAMB step
- *                            where gradient clipping scales the gradients).
+ *                            all-reduce for all groups (two on LAMB steps
+ *                            where gradient clipping needs a third pass).
  *    The three give the same result (sharded equals unsharded to float
  *    rounding of the norms).
  *  - Hyperparameters are set by key (tsr_opt_param) for all groups or for
