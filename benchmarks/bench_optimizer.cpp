@@ -13,8 +13,10 @@
 //    destination of 8 bytes per parameter each (the footprint of the fp32
 //    LAMB step's w, g, m, v), bytes = read + written; the larger of the two
 //    is "copy";
-//  - fused step: tsr_optimizer_step (replicated, one rank), bytes = what the
-//    step's kernels read and write (TSR_OPTQ_STEP_BYTES, docs/OPTIMIZERS.md);
+//  - fused steps: tsr_optimizer_step (replicated, one rank) for LAMB fp32,
+//    LARS fp32, LAMB bf16, and LAMB fp32 clipping every step; bytes = what
+//    the step's kernels read and write (TSR_OPTQ_STEP_BYTES,
+//    docs/OPTIMIZERS.md);
 //  - naive LAMB: the same update as one loop per formula (norm of g, m*=b1,
 //    m+=(1-b1)g, v*=b2, g^2, v+=(1-b2)g^2, bias corrections, sqrt, +eps,
 //    divide, +wd*w, norms of w and u, w-=lr*r*u), timed side by side.
@@ -211,15 +213,19 @@ struct Fused {
   const char* name;
   tsr_opt_preset preset;
   tsr_dtype type;
+  double clip;  // TSR_OPT_MAX_GRAD_NORM
 };
 
 void kernel_mode(const std::vector<double>& sizes, const std::vector<double>& thread_list, int reps) {
   tessera::context self(MPI_COMM_SELF);
   std::printf("bench_optimizer: kernels %s, %d reps (median); GB/s = (bytes read + bytes written) / time\n",
               tsr::opt::kernel_isa(), reps);
-  const Fused fused[] = {{"LAMB fp32", TSR_PRESET_LAMB_PAPER, TSR_FLOAT32},
-                         {"LARS fp32", TSR_PRESET_LARS_PAPER, TSR_FLOAT32},
-                         {"LAMB bf16", TSR_PRESET_LAMB_PAPER, TSR_BFLOAT16}};
+  // The last one clips every step: after the warm-up it takes the gradient
+  // norm first (docs/OPTIMIZERS.md, section 6), 48 B/param.
+  const Fused fused[] = {{"LAMB fp32", TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, 0},
+                         {"LARS fp32", TSR_PRESET_LARS_PAPER, TSR_FLOAT32, 0},
+                         {"LAMB bf16", TSR_PRESET_LAMB_PAPER, TSR_BFLOAT16, 0},
+                         {"LAMB clip", TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, 1e-6}};
   for (double tf : thread_list) {
     const int threads = std::max(1, static_cast<int>(tf));
     for (double nf : sizes) {
@@ -249,7 +255,7 @@ void kernel_mode(const std::vector<double>& sizes, const std::vector<double>& th
       for (const Fused& f : fused) {
         opts.emplace_back(self, f.preset, sz, TSR_OPT_REPLICATED, f.type);
         exclude_biases(opts.back(), sz);
-        opts.back().set(TSR_OPT_THREADS, threads);
+        opts.back().set(TSR_OPT_THREADS, threads).set(TSR_OPT_MAX_GRAD_NORM, f.clip);
       }
       const size_t nf_ = opts.size();
       std::vector<std::vector<double>> t_fused(nf_);
