@@ -71,6 +71,19 @@ if(NOT TSR_WITH_HDF5 STREQUAL "OFF")
   endif()
 endif()
 
+# ---- OpenMP for the optimizer kernels (threads across work items).
+set(TSR_HAVE_OPENMP 0)
+if(NOT TSR_WITH_OPENMP STREQUAL "OFF")
+  find_package(OpenMP COMPONENTS CXX)
+  if(OpenMP_CXX_FOUND)
+    set(TSR_HAVE_OPENMP 1)
+  elseif(TSR_WITH_OPENMP STREQUAL "ON")
+    message(FATAL_ERROR "TSR_WITH_OPENMP=ON but the C++ compiler has no OpenMP (GCC: libgomp)")
+  else()
+    message(STATUS "tessera: no OpenMP: the optimizer kernels run on one thread")
+  endif()
+endif()
+
 # ---- CUDA and NCCL (off by default).
 set(TSR_HAVE_CUDA 0)
 set(TSR_HAVE_NCCL 0)

@@ -5,6 +5,8 @@
 set(TSR_PUBLIC_HEADERS
   ${PROJECT_SOURCE_DIR}/include/tessera/tessera.h
   ${PROJECT_SOURCE_DIR}/include/tessera/tessera.hpp
+  ${PROJECT_SOURCE_DIR}/include/tessera/optimizer.h
+  ${PROJECT_SOURCE_DIR}/include/tessera/optimizer.hpp
   ${TSR_GENERATED_INCLUDE}/tessera/tsr_version.h
   ${TSR_GENERATED_INCLUDE}/tessera/tsr_config.h)
 install(FILES ${TSR_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tessera)
@@ -33,6 +35,9 @@ install(TARGETS ${TSR_INSTALL_TARGETS} EXPORT tesseraTargets
 set(TSR_STATIC_EXTRA_LIBS "")
 if(TSR_HAVE_HDF5)
   list(APPEND TSR_STATIC_EXTRA_LIBS ${HDF5_C_LIBRARIES})
+endif()
+if(TSR_HAVE_OPENMP)
+  list(APPEND TSR_STATIC_EXTRA_LIBS ${OpenMP_CXX_LIBRARIES})
 endif()
 string(JOIN ";" _tsr_link_str ${_tsr_link_libs})
 if(_tsr_link_str MATCHES "tessera_cblas|BLAS::BLAS")

@@ -316,4 +316,6 @@ class report {
 
 }  // namespace tessera
 
+#include "tessera/optimizer.hpp"  // tessera::optimizer (LAMB, LARS)
+
 #endif  // TESSERA_HPP

@@ -1,6 +1,8 @@
 /* Install test, C99: uses only the installed tessera package. Creates a
  * context on MPI_COMM_WORLD and a 2D grid, does one all-reduce along the grid
- * rows, checks the value, prints OK on rank 0, and frees everything. */
+ * rows, checks the value, takes one sharded LAMB step (the optimizer header
+ * from C99, and a static libtessera.a bringing what its kernels link), prints
+ * OK on rank 0, and frees everything. */
 #include <mpi.h>
 #include <stdio.h>
 #include <tessera/tessera.h>
@@ -40,6 +42,26 @@ int main(int argc, char** argv) {
     fprintf(stderr, "consumer (C): rank %d: got {%g, %g}, expected {%d, %g}\n", rank, y[0], y[1], dims[1],
             dims[1] * (dims[1] + 1) / 2.0);
     bad = 1;
+  }
+  if (!bad) {
+    size_t sizes[2] = {6, 2}, i;
+    float w[8], g[8];
+    double steps = 0;
+    tsr_optimizer opt = NULL;
+    for (i = 0; i < 8; ++i) {
+      w[i] = 1.0f;
+      g[i] = (float)(i + 1);
+    }
+    if (tsr_optimizer_create(ctx, TSR_PRESET_LAMB_PAPER, TSR_OPT_SHARDED, TSR_FLOAT32, 2, sizes, &opt) != TSR_SUCCESS)
+      bad = fail("tsr_optimizer_create");
+    if (!bad && tsr_optimizer_set_param(opt, TSR_OPT_LR, 0.1) != TSR_SUCCESS) bad = fail("tsr_optimizer_set_param");
+    if (!bad && tsr_optimizer_step(opt, w, g, 8) != TSR_SUCCESS) bad = fail("tsr_optimizer_step");
+    if (!bad && tsr_optimizer_query(opt, TSR_OPTQ_STEP, 0, &steps) != TSR_SUCCESS) bad = fail("tsr_optimizer_query");
+    if (!bad && (steps != 1 || !(w[0] < 1.0f) || !(w[7] < 1.0f))) {
+      fprintf(stderr, "consumer (C): rank %d: after one LAMB step: steps %g, w[0] %g, w[7] %g\n", rank, steps, w[0], w[7]);
+      bad = 1;
+    }
+    if (tsr_optimizer_destroy(&opt) != TSR_SUCCESS) bad = fail("tsr_optimizer_destroy");
   }
   if (tsr_grid_destroy(&grid) != TSR_SUCCESS) bad = fail("tsr_grid_destroy");
   if (tsr_context_destroy(&ctx) != TSR_SUCCESS) bad = fail("tsr_context_destroy");

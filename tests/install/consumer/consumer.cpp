@@ -1,10 +1,12 @@
 // Install test, C++17: the C API from C++, with only the installed tessera
-// package. Same check as consumer.c.
+// package. Same check as consumer.c, plus one LARS step through the C++
+// wrapper (tessera/optimizer.hpp).
 #include <mpi.h>
 
 #include <array>
 #include <cstdio>
 #include <tessera/tessera.h>
+#include <tessera/tessera.hpp>
 #include <vector>
 
 namespace {
@@ -40,6 +42,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "consumer (C++): rank %d: got {%g, %g}, expected {%g, %g}\n", rank, y[0], y[1], pc,
                  pc * (pc + 1) / 2);
     bad = 1;
+  }
+  if (!bad) {
+    try {
+      tessera::optimizer opt(ctx, TSR_PRESET_LARS_PAPER, {5, 3}, TSR_OPT_DATA_PARALLEL);
+      std::vector<float> w(8, 1.0f), g(8, 0.5f);
+      if (!opt.step(w, g) || opt.steps() != 1 || !(w[0] < 1.0f)) {
+        std::fprintf(stderr, "consumer (C++): rank %d: the LARS step did not move the weights\n", rank);
+        bad = 1;
+      }
+    } catch (const tessera::error& e) {
+      std::fprintf(stderr, "consumer (C++): %s\n", e.what());
+      bad = 1;
+    }
   }
   bad |= !ok(tsr_grid_destroy(&grid), "tsr_grid_destroy");
   bad |= !ok(tsr_context_destroy(&ctx), "tsr_context_destroy");

@@ -16,8 +16,9 @@ from spack.package import *
 
 class Tessera(CMakePackage, CudaPackage):
     """Communication-avoiding building blocks for MPI codes: process grids for
-    2D, 2.5D and 3D partitioning, accounted collectives on their axes, and a
-    per-region ledger of the bytes moved within and between nodes."""
+    2D, 2.5D and 3D partitioning, accounted collectives on their axes, a
+    per-region ledger of the bytes moved within and between nodes, and fused,
+    sharded LAMB and LARS optimizers."""
 
     # tessera has no public home yet: the recipe builds the git repository it
     # lives in (<repo>/spack/spack_repo/tessera/packages/tessera/package.py),
@@ -30,6 +31,7 @@ class Tessera(CMakePackage, CudaPackage):
 
     variant("shared", default=True, description="Build libtessera as a shared library")
     variant("hdf5", default=True, description="Parallel HDF5 for files (else the MPI-IO binary format)")
+    variant("openmp", default=True, description="OpenMP threads in the optimizer kernels")
     variant("benchmarks", default=False, description="Build the benchmarks (Google Benchmark)")
     variant("nccl", default=False, when="+cuda", description="NCCL transport backend")
 
@@ -55,6 +57,7 @@ class Tessera(CMakePackage, CudaPackage):
         args = [
             self.define_from_variant("BUILD_SHARED_LIBS", "shared"),
             self.define_from_variant("TSR_WITH_HDF5", "hdf5"),  # ON/OFF, never AUTO here
+            self.define_from_variant("TSR_WITH_OPENMP", "openmp"),
             self.define_from_variant("TSR_WITH_CUDA", "cuda"),
             self.define_from_variant("TSR_WITH_NCCL", "nccl"),  # "" without +cuda
             self.define_from_variant("TSR_BUILD_BENCHMARKS", "benchmarks"),
