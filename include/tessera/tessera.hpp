@@ -316,4 +316,6 @@ class report {
 
 }  // namespace tessera
 
+#include "tessera/attention.hpp"  // rings, ring exchange, ring attention
+
 #endif  // TESSERA_HPP
