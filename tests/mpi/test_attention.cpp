@@ -20,9 +20,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "attention_impl.hpp"
 #include "attn_reference.hpp"
 #include "ring.hpp"
 #include "tessera/tessera.h"
@@ -451,6 +453,648 @@ TEST(RingAttention, FiniteDifferences) {
   EXPECT_EQ(L.q, q0);
   EXPECT_EQ(L.k, k0);
   EXPECT_EQ(L.v, v0);
+}
+
+// --------------------------------------------------------------- accounting
+// The counters a call must change, from the formulas of docs/ATTENTION.md:
+// ring steps to rank+1 / from rank-1, collectives by their wire models,
+// one agreement (24-byte all-reduce) as control.
+tsr_peer_class peer_class(int r, int q) {
+  return q == r ? TSR_PEER_SELF : q / 2 == r / 2 ? TSR_PEER_NODE : TSR_PEER_REMOTE;  // nodes of 2 ranks
+}
+void add_model(tsr_counters& e, const tsr::WireModel& m, int r) {
+  for (const tsr::WireEdge& x : m.sent) {
+    e.coll_wire_sent[peer_class(r, x.peer)].messages += x.messages;
+    e.coll_wire_sent[peer_class(r, x.peer)].bytes += x.bytes;
+  }
+  for (const tsr::WireEdge& x : m.recv) {
+    e.coll_wire_recv[peer_class(r, x.peer)].messages += x.messages;
+    e.coll_wire_recv[peer_class(r, x.peer)].bytes += x.bytes;
+  }
+}
+void add_control(tsr_counters& e, const tsr::WireModel& m) {
+  for (const tsr::WireEdge& x : m.sent) e.control.messages += x.messages, e.control.bytes += x.bytes;
+  for (const tsr::WireEdge& x : m.recv) e.control.messages += x.messages, e.control.bytes += x.bytes;
+}
+
+tsr_counters expected_counters(const Case& c, bool backward) {
+  const int p = world_size(), r = world_rank();
+  const size_t es = c.type == TSR_FLOAT32 ? 4 : 8;
+  std::vector<uint64_t> len(static_cast<size_t>(p));
+  size_t nmax = 0;
+  for (int j = 0; j < p; ++j) {
+    size_t n = 0;
+    tsr_attn_shard_len(c.layout, c.N, p, j, &n);
+    len[static_cast<size_t>(j)] = n;
+    nmax = std::max(nmax, n);
+  }
+  auto at = [&](int j) { return len[static_cast<size_t>(((j % p) + p) % p)]; };
+  const uint64_t kv = c.B * c.G * c.d * es;  // bytes of K (or V) per token
+  const uint64_t mk = c.B;                  // bytes of the key mask per token
+  const int nx = (r + 1) % p, pv = (r + p - 1) % p;
+  tsr_counters e = tsr_test::zero();
+  // One CIRCULATE buffer: p-1 hops; one ACCUMULATE buffer: p-1 hops.
+  auto circ = [&](uint64_t per_token) {
+    for (int s = 0; s + 1 < p; ++s) {
+      e.p2p_sent[peer_class(r, nx)].messages += 1;
+      e.p2p_sent[peer_class(r, nx)].bytes += per_token * at(r - s);
+      e.p2p_recv[peer_class(r, pv)].messages += 1;
+      e.p2p_recv[peer_class(r, pv)].bytes += per_token * at(r - s - 1);
+    }
+  };
+  auto acc = [&](uint64_t per_token) {
+    for (int s = 1; s < p; ++s) {
+      e.p2p_sent[peer_class(r, nx)].messages += 1;
+      e.p2p_sent[peer_class(r, nx)].bytes += per_token * at(r - s);
+      e.p2p_recv[peer_class(r, pv)].messages += 1;
+      e.p2p_recv[peer_class(r, pv)].bytes += per_token * at(r - s - 1);
+    }
+  };
+  const bool m = c.mask != kNoMask;
+  if (c.variant == TSR_ATTN_RING) {
+    circ(kv), circ(kv);
+    if (m) circ(mk);
+    if (backward) acc(kv), acc(kv);
+  } else if (c.variant == TSR_ATTN_RING_TWO_PASS) {
+    circ(kv);
+    if (m) circ(mk);
+    circ(kv);
+    if (backward) {
+      circ(kv);
+      std::vector<uint64_t> blocks(static_cast<size_t>(p));
+      uint64_t total = 0;
+      for (int j = 0; j < p; ++j) total += blocks[static_cast<size_t>(j)] = kv * at(j);
+      for (int t = 0; t < 2; ++t) {
+        e.coll_calls[TSR_COLL_REDUCE_SCATTER] += 1;
+        e.coll_payload_sent += total;
+        e.coll_payload_recv += blocks[static_cast<size_t>(r)];
+        add_model(e, tsr::model_reduce_scatterv(r, p, blocks), r);
+      }
+    }
+  } else {
+    const size_t P = static_cast<size_t>(p), Hp = c.H / P, Gp = c.G / P;
+    const uint64_t in = backward ? c.B * nmax * ((2 * Hp + 2 * Gp) * c.d + 2 * Hp) : c.B * (Hp + 2 * Gp) * nmax * c.d;
+    const uint64_t out = backward ? c.B * nmax * (Hp + 2 * Gp) * c.d : c.B * Hp * nmax * (c.d + 1);
+    for (uint64_t cnt : {in, out}) {
+      e.coll_calls[TSR_COLL_ALLTOALL] += 1;
+      e.coll_payload_sent += cnt * es * P;
+      e.coll_payload_recv += cnt * es * P;
+      add_model(e, tsr::model_alltoall(r, p, cnt * es), r);
+    }
+    if (m) {
+      e.coll_calls[TSR_COLL_ALLGATHER] += 1;
+      e.coll_payload_sent += c.B * nmax;
+      e.coll_payload_recv += c.B * nmax * P;
+      add_model(e, tsr::model_allgatherv(r, p, std::vector<uint64_t>(P, c.B * nmax)), r);
+    }
+  }
+  add_control(e, tsr::model_allreduce(r, p, 3, 8));  // the agreement
+  return e;
+}
+
+TEST(RingAttention, ExactBytesAndMessages) {
+  RingEnv env;
+  const size_t P = static_cast<size_t>(world_size());
+  for (tsr_attn_variant var : {TSR_ATTN_RING, TSR_ATTN_RING_TWO_PASS, TSR_ATTN_ALLTOALL})
+    for (tsr_dtype type : {TSR_FLOAT64, TSR_FLOAT32})
+      for (MaskKind mk : {kNoMask, kRandomMask}) {
+        Case c;
+        c.variant = var, c.type = type, c.mask = mk, c.layout = TSR_ATTN_LAYOUT_ZIGZAG, c.causal = true;
+        c.N = 4 * P + 3, c.H = 2 * P, c.G = P, c.B = 2, c.d = 3;
+        SCOPED_TRACE(c.str());
+        AttnFull f = make_full(c);
+        auto body = [&](auto tag) {
+          using T = decltype(tag);
+          Local<T> L(c, f);
+          const tsr_counters a = tsr_test::counters(env.ctx);
+          ASSERT_EQ(L.forward(env.ring, c), TSR_SUCCESS);
+          const tsr_counters b = tsr_test::counters(env.ctx);
+          ASSERT_EQ(L.backward(env.ring, c), TSR_SUCCESS);
+          const tsr_counters d = tsr_test::counters(env.ctx);
+          EXPECT_TRUE(tsr_test::same(expected_counters(c, false), tsr_test::diff(a, b))) << "forward";
+          EXPECT_TRUE(tsr_test::same(expected_counters(c, true), tsr_test::diff(b, d))) << "backward";
+        };
+        if (type == TSR_FLOAT32)
+          body(float());
+        else
+          body(double());
+      }
+}
+
+// ---------------------------------------------------------------- workspace
+// The high-water mark of the library's allocations for one call, against the
+// formulas of docs/ATTENTION.md (computed here independently) and against
+// tsr_attn_workspace.
+uint64_t workspace_formula(const Case& c, bool bwd) {
+  const int p = world_size(), r = world_rank();
+  const uint64_t P = static_cast<uint64_t>(p), e = c.type == TSR_FLOAT32 ? 4 : 8;
+  const uint64_t B = c.B, H = c.H, G = c.G, d = c.d, N = c.N, tile = tsr::attn::kBq * tsr::attn::kBk;
+  uint64_t n = 0, nmax = 0;
+  for (int j = 0; j < p; ++j) {
+    size_t len = 0;
+    tsr_attn_shard_len(c.layout, c.N, p, j, &len);
+    if (j == r) n = len;
+    nmax = std::max<uint64_t>(nmax, len);
+  }
+  const uint64_t ring = p > 1 ? 1 : 0, m = c.mask != kNoMask ? 1 : 0;
+  const uint64_t kvmax = B * G * nmax * d * e, mmax = B * nmax;
+  switch (c.variant) {
+    case TSR_ATTN_RING:
+      return bwd ? 8 * n + 8 * nmax + e * (B * H * n + 2 * tile) + ring * (10 * kvmax + 2 * m * mmax)
+                 : 8 * n + 8 * nmax + e * (B * H * n + tile) + ring * (4 * kvmax + 2 * m * mmax);
+    case TSR_ATTN_RING_TWO_PASS:
+      return bwd ? 8 * n + 8 * nmax + e * (2 * B * H * n * N + B * H * n + 2 * B * G * N * d) +
+                       ring * (6 * kvmax + 2 * m * mmax)
+                 : 8 * n + 8 * nmax + e * B * H * n * N + ring * (4 * kvmax + 2 * m * mmax);
+    case TSR_ATTN_ALLTOALL: {
+      const uint64_t Hp = H / P, Gp = G / P, np = P * nmax;
+      const uint64_t in = bwd ? B * nmax * ((2 * Hp + 2 * Gp) * d + 2 * Hp) : B * (Hp + 2 * Gp) * nmax * d;
+      const uint64_t out = bwd ? B * nmax * (Hp + 2 * Gp) * d : B * Hp * nmax * (d + 1);
+      const uint64_t x = 2 * P * std::max(in, out);
+      const uint64_t masks = m * (B * nmax + P * B * nmax + B * np);
+      if (!bwd) return 8 * np + e * (x + 2 * B * Hp * np * d + 2 * B * Gp * np * d + 2 * B * Hp * np + tile) + masks;
+      return 8 * np +
+             e * (x + 3 * B * Hp * np * d + 4 * B * Gp * np * d + 2 * B * Hp * np + B * H * n + 2 * tile) + masks;
+    }
+  }
+  return 0;
+}
+
+TEST(RingAttention, WorkspaceHighWaterMark) {
+  RingEnv env;
+  const int p = world_size(), r = world_rank();
+  const size_t P = static_cast<size_t>(p);
+  for (tsr_attn_variant var : {TSR_ATTN_RING, TSR_ATTN_RING_TWO_PASS, TSR_ATTN_ALLTOALL})
+    for (MaskKind mk : {kNoMask, kRandomMask})
+      for (tsr_attn_layout lay : {TSR_ATTN_LAYOUT_CONTIGUOUS, TSR_ATTN_LAYOUT_STRIPED}) {
+        Case c;
+        c.variant = var, c.mask = mk, c.layout = lay, c.N = 5 * P + 2, c.H = 2 * P, c.G = P, c.B = 2, c.d = 3;
+        c.type = mk == kNoMask ? TSR_FLOAT64 : TSR_FLOAT32;
+        SCOPED_TRACE(c.str());
+        AttnFull f = make_full(c);
+        auto body = [&](auto tag) {
+          using T = decltype(tag);
+          Local<T> L(c, f);
+          size_t peak = 0, query = 0;
+          ASSERT_EQ(tsr_ring_workspace_peak(env.ring, &peak, 1), TSR_SUCCESS);
+          ASSERT_EQ(L.forward(env.ring, c), TSR_SUCCESS);
+          ASSERT_EQ(tsr_ring_workspace_peak(env.ring, &peak, 1), TSR_SUCCESS);
+          ASSERT_EQ(tsr_attn_workspace(&L.cfg, p, r, c.B, c.H, c.G, c.d, mk != kNoMask, 0, &query), TSR_SUCCESS);
+          EXPECT_EQ(peak, workspace_formula(c, false)) << "forward";
+          EXPECT_EQ(query, peak) << "forward";
+          ASSERT_EQ(L.backward(env.ring, c), TSR_SUCCESS);
+          ASSERT_EQ(tsr_ring_workspace_peak(env.ring, &peak, 1), TSR_SUCCESS);
+          ASSERT_EQ(tsr_attn_workspace(&L.cfg, p, r, c.B, c.H, c.G, c.d, mk != kNoMask, 1, &query), TSR_SUCCESS);
+          EXPECT_EQ(peak, workspace_formula(c, true)) << "backward";
+          EXPECT_EQ(query, peak) << "backward";
+        };
+        if (c.type == TSR_FLOAT32)
+          body(float());
+        else
+          body(double());
+      }
+}
+
+// ------------------------------------------------------------------- errors
+// Runs a call whose arguments are broken on rank `bad` (-1: every rank) and
+// checks that every rank gets `want`, the failing rank with a message
+// containing `text`, the others naming that rank.
+template <class F>
+void expect_everywhere(tsr_status want, int bad, const std::string& text, F&& call) {
+  const int r = world_rank();
+  const bool mine = bad < 0 || bad == r;
+  const tsr_status st = call(mine);
+  EXPECT_EQ(st, want) << tsr_status_name(st) << ": " << tsr_last_error(nullptr);
+  const std::string msg = tsr_last_error(nullptr);
+  if (mine) {
+    EXPECT_TRUE(tsr_test::contains(msg.c_str(), text)) << msg;
+  } else {
+    EXPECT_TRUE(tsr_test::contains(msg.c_str(), "rank " + std::to_string(bad < 0 ? 0 : bad) + " failed")) << msg;
+  }
+}
+
+TEST(RingAttention, BadInputFailsOnEveryRank) {
+  RingEnv env;
+  const int p = world_size();
+  const size_t P = static_cast<size_t>(p);
+  const int last = p - 1;
+  Case c;
+  c.N = 3 * P + 1, c.mask = kRandomMask;
+  AttnFull f = make_full(c);
+  Local<double> L(c, f);
+  auto fwd = [&](Local<double>& x) { return tsr_attn_forward(env.ring, &x.cfg, &x.tq, &x.tk, &x.tv, &x.tm, &x.to, &x.tl); };
+  // head_dim of k differs from q's (a shape error on the rank that has it).
+  expect_everywhere(TSR_ERR_SHAPE, last, "k.dim = 4 differs from q.dim = 5", [&](bool mine) {
+    Local<double> x = L;
+    x.tq.data = x.q.data(), x.tk.data = x.k.data(), x.tv.data = x.v.data(), x.to.data = x.o.data(), x.tl.data = x.lse.data();
+    x.tm.data = x.mask.data();
+    if (mine) x.tk.dim = 4;
+    return fwd(x);
+  });
+  // kv heads that do not divide the heads.
+  expect_everywhere(TSR_ERR_SHAPE, -1, "k.heads = 3 (kv heads) must divide q.heads = 4", [&](bool) {
+    Local<double> x = L;
+    x.tq.data = x.q.data(), x.to.data = x.o.data(), x.tl.data = x.lse.data(), x.tm.data = x.mask.data();
+    std::vector<double> k3(c.B * 3 * x.n * c.d), v3(k3.size());
+    x.tk = {k3.data(), c.B, 3, x.n, c.d};
+    x.tv = {v3.data(), c.B, 3, x.n, c.d};
+    return fwd(x);
+  });
+  // head counts (or head_dim) that differ across ranks: arguments differ.
+  if (p > 1) {
+    const int r = world_rank();
+    Case c2 = c;
+    c2.H = r == 0 ? 2 : 4;
+    c2.G = r == 0 ? 1 : 2;
+    AttnFull f2 = make_full(c2);
+    Local<double> x(c2, f2);
+    const tsr_status st = tsr_attn_forward(env.ring, &x.cfg, &x.tq, &x.tk, &x.tv, &x.tm, &x.to, &x.tl);
+    EXPECT_EQ(st, TSR_ERR_INVALID_ARG);
+    EXPECT_TRUE(tsr_test::contains(tsr_last_error(nullptr), "differ across")) << tsr_last_error(nullptr);
+    Case c3 = c;
+    c3.d = r == 0 ? 4 : 5;
+    AttnFull f3 = make_full(c3);
+    Local<double> y(c3, f3);
+    EXPECT_EQ(y.forward(env.ring, c3), TSR_ERR_INVALID_ARG);
+  }
+  // A shard of the wrong size on one rank (inconsistent with the layout).
+  expect_everywhere(TSR_ERR_SHAPE, last, "inconsistent shard", [&](bool mine) {
+    Local<double> x = L;
+    std::vector<double> q(c.B * c.H * (x.n + 1) * c.d), o(q.size()), l(c.B * c.H * (x.n + 1));
+    std::vector<double> k(c.B * c.G * (x.n + 1) * c.d), v(k.size());
+    std::vector<uint8_t> m(c.B * (x.n + 1), 1);
+    x.tq.data = x.q.data(), x.tk.data = x.k.data(), x.tv.data = x.v.data(), x.to.data = x.o.data(), x.tl.data = x.lse.data();
+    x.tm.data = x.mask.data();
+    if (mine) {
+      const size_t n1 = x.n + 1;
+      x.tq = {q.data(), c.B, c.H, n1, c.d}, x.to = {o.data(), c.B, c.H, n1, c.d}, x.tl = {l.data(), c.B, c.H, n1, 1};
+      x.tk = {k.data(), c.B, c.G, n1, c.d}, x.tv = {v.data(), c.B, c.G, n1, c.d}, x.tm = {m.data(), c.B, 1, n1, 1};
+    }
+    return fwd(x);
+  });
+  // A key mask that does not match the layout's shard.
+  expect_everywhere(TSR_ERR_SHAPE, 0, "the mask does not match the layout", [&](bool mine) {
+    Local<double> x = L;
+    x.tq.data = x.q.data(), x.tk.data = x.k.data(), x.tv.data = x.v.data(), x.to.data = x.o.data(), x.tl.data = x.lse.data();
+    std::vector<uint8_t> m(c.B * (x.n + 2), 1);
+    x.tm = mine ? tsr_attn_tensor{m.data(), c.B, 1, x.n + 2, 1} : tsr_attn_tensor{x.mask.data(), c.B, 1, x.n, 1};
+    return fwd(x);
+  });
+  // The layout or the causal flag differs across ranks; a shard length that
+  // is right for one layout but not another is a shape error first.
+  if (p > 1) {
+    Local<double> x = L;
+    x.tq.data = x.q.data(), x.tk.data = x.k.data(), x.tv.data = x.v.data(), x.to.data = x.o.data(), x.tl.data = x.lse.data();
+    x.tm.data = x.mask.data();
+    x.cfg.causal = world_rank() == last;
+    EXPECT_EQ(fwd(x), TSR_ERR_INVALID_ARG);
+    EXPECT_TRUE(tsr_test::contains(tsr_last_error(nullptr), "differ across"));
+    // N = 2p: contiguous and striped give every rank 2 tokens, zigzag too.
+    Case z = c;
+    z.N = 2 * P;
+    AttnFull fz = make_full(z);
+    Local<double> y(z, fz);
+    y.cfg.layout = world_rank() == 0 ? TSR_ATTN_LAYOUT_STRIPED : TSR_ATTN_LAYOUT_ZIGZAG;
+    EXPECT_EQ(y.forward(env.ring, z), TSR_ERR_INVALID_ARG);
+  }
+  // All-to-all with heads the ring size does not divide.
+  if (p > 1) {
+    Case a = c;
+    a.variant = TSR_ATTN_ALLTOALL, a.H = P + 1, a.G = 1;
+    AttnFull fa = make_full(a);
+    Local<double> x(a, fa);
+    expect_everywhere(TSR_ERR_SHAPE, -1, "must divide heads", [&](bool) { return x.forward(env.ring, a); });
+  }
+  // Config problems on one rank: NULL, not initialised, bfloat16, bad enums.
+  expect_everywhere(TSR_ERR_INVALID_ARG, 0, "'cfg' is NULL", [&](bool mine) {
+    Local<double> x = L;
+    x.tq.data = x.q.data(), x.tk.data = x.k.data(), x.tv.data = x.v.data(), x.to.data = x.o.data(), x.tl.data = x.lse.data();
+    x.tm.data = x.mask.data();
+    return tsr_attn_forward(env.ring, mine ? nullptr : &x.cfg, &x.tq, &x.tk, &x.tv, &x.tm, &x.to, &x.tl);
+  });
+  auto with_cfg = [&](auto edit) {
+    return [&, edit](bool mine) {
+      Local<double> x = L;
+      x.tq.data = x.q.data(), x.tk.data = x.k.data(), x.tv.data = x.v.data(), x.to.data = x.o.data(), x.tl.data = x.lse.data();
+      x.tm.data = x.mask.data();
+      if (mine) edit(x.cfg);
+      return fwd(x);
+    };
+  };
+  expect_everywhere(TSR_ERR_INVALID_ARG, last, "TSR_ATTN_CONFIG_INIT", with_cfg([](tsr_attn_config& k) { k.magic = 0; }));
+  expect_everywhere(TSR_ERR_UNSUPPORTED, last, "TSR_BFLOAT16", with_cfg([](tsr_attn_config& k) { k.type = TSR_BFLOAT16; }));
+  expect_everywhere(TSR_ERR_INVALID_ARG, last, "not a tsr_attn_variant",
+                    with_cfg([](tsr_attn_config& k) { k.variant = static_cast<tsr_attn_variant>(9); }));
+  expect_everywhere(TSR_ERR_INVALID_ARG, last, "not a tsr_attn_layout",
+                    with_cfg([](tsr_attn_config& k) { k.layout = static_cast<tsr_attn_layout>(9); }));
+  expect_everywhere(TSR_ERR_INVALID_ARG, last, "scale is not finite",
+                    with_cfg([](tsr_attn_config& k) { k.scale = std::numeric_limits<double>::infinity(); }));
+  // In place is refused; NULL tensors and data.
+  expect_everywhere(TSR_ERR_INVALID_ARG, 0, "out overlaps q", [&](bool mine) {
+    Local<double> x = L;
+    x.tq.data = x.q.data(), x.tk.data = x.k.data(), x.tv.data = x.v.data(), x.to.data = x.o.data(), x.tl.data = x.lse.data();
+    x.tm.data = x.mask.data();
+    if (mine) x.to.data = x.q.data();
+    return fwd(x);
+  });
+  expect_everywhere(TSR_ERR_INVALID_ARG, last, "argument 'v' is NULL", [&](bool mine) {
+    Local<double> x = L;
+    x.tq.data = x.q.data(), x.tk.data = x.k.data(), x.tv.data = x.v.data(), x.to.data = x.o.data(), x.tl.data = x.lse.data();
+    x.tm.data = x.mask.data();
+    return tsr_attn_forward(env.ring, &x.cfg, &x.tq, &x.tk, mine ? nullptr : &x.tv, &x.tm, &x.to, &x.tl);
+  });
+  // Backward: dk shaped like q (GQA) on one rank.
+  expect_everywhere(TSR_ERR_SHAPE, last, "dk.heads = 4; expected 2", [&](bool mine) {
+    Local<double> x = L;
+    x.tq.data = x.q.data(), x.tk.data = x.k.data(), x.tv.data = x.v.data(), x.to.data = x.o.data(), x.tl.data = x.lse.data();
+    x.tm.data = x.mask.data(), x.tdo.data = x.dout.data(), x.tdq.data = x.dq.data(), x.tdv.data = x.dv.data();
+    std::vector<double> big(x.q.size());
+    x.tdk = mine ? tsr_attn_tensor{big.data(), c.B, c.H, x.n, c.d} : tsr_attn_tensor{x.dk.data(), c.B, c.G, x.n, c.d};
+    return tsr_attn_backward(env.ring, &x.cfg, &x.tq, &x.tk, &x.tv, &x.tm, &x.to, &x.tl, &x.tdo, &x.tdq, &x.tdk, &x.tdv);
+  });
+  // Local calls.
+  size_t n = 0;
+  EXPECT_EQ(tsr_attn_shard_len(TSR_ATTN_LAYOUT_ZIGZAG, 10, 0, 0, &n), TSR_ERR_INVALID_ARG);
+  EXPECT_EQ(tsr_attn_merge(TSR_INT32, 1, 1, &n, &n, &n, &n), TSR_ERR_INVALID_ARG);
+  EXPECT_EQ(tsr_attn_workspace(nullptr, 1, 0, 1, 1, 1, 1, 0, 0, &n), TSR_ERR_INVALID_ARG);
+  // Nothing above left a message or a request behind: a good call still works.
+  Local<double> ok = L;
+  ok.tq.data = ok.q.data(), ok.tk.data = ok.k.data(), ok.tv.data = ok.v.data(), ok.to.data = ok.o.data();
+  ok.tl.data = ok.lse.data(), ok.tm.data = ok.mask.data();
+  EXPECT_EQ(fwd(ok), TSR_SUCCESS);
+}
+
+// ------------------------------------------------------------ ring exchange
+// Per-rank counts: 0 on rank 1 (an empty block), uneven elsewhere.
+size_t count_a(int q) { return q == 1 ? 0 : static_cast<size_t>(q) + 2; }
+size_t count_b(int q) { return static_cast<size_t>(2 * q) + 1; }
+size_t count_s(int q) { return static_cast<size_t>(q % 3) + 1; }
+int32_t val_a(int q, size_t i) { return static_cast<int32_t>(1000 * q + static_cast<int>(i)); }
+double val_b(int q, size_t i) { return 0.5 * q - static_cast<double>(i); }
+double contrib(int rank, int src, size_t i) { return 100.0 * rank + 10.0 * src + static_cast<double>(i); }
+
+struct Seen {
+  int calls = 0;
+  bool ok = true;
+  int fail_at = -1;  // return an error at this step
+};
+
+tsr_status exchange_step(const tsr_ring_step* st, void* user) {
+  Seen* seen = static_cast<Seen*>(user);
+  const int p = st->size, r = st->rank;
+  seen->ok = seen->ok && st->step == seen->calls && st->source == ((r - st->step) % p + p) % p && st->nbuffers == 3;
+  seen->calls += 1;
+  const int src = st->source;
+  seen->ok = seen->ok && st->counts[0] == count_a(src) && st->counts[1] == count_b(src) && st->counts[2] == count_s(src);
+  const int32_t* a = static_cast<const int32_t*>(st->blocks[0]);
+  const double* b = static_cast<const double*>(st->blocks[1]);
+  double* s = static_cast<double*>(st->blocks[2]);
+  for (size_t i = 0; i < st->counts[0]; ++i) seen->ok = seen->ok && a[i] == val_a(src, i);
+  for (size_t i = 0; i < st->counts[1]; ++i) seen->ok = seen->ok && b[i] == val_b(src, i);
+  for (size_t i = 0; i < st->counts[2]; ++i) {
+    seen->ok = seen->ok && s[i] == 0.0;  // a zeroed contribution buffer
+    s[i] = contrib(r, src, i);
+  }
+  if (st->step == seen->fail_at) return TSR_ERR_NUMERIC;
+  EXPECT_EQ(tsr_ring_progress(nullptr), TSR_ERR_INVALID_ARG);
+  return TSR_SUCCESS;
+}
+
+TEST(RingExchange, CirculateAndAccumulateWithExactCounters) {
+  RingEnv env;
+  const int p = world_size(), r = world_rank();
+  std::vector<int32_t> a(count_a(r));
+  std::vector<double> b(count_b(r)), s(count_s(r), 99.0);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = val_a(r, i);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = val_b(r, i);
+  const std::vector<int32_t> a0 = a;
+  const std::vector<double> b0 = b;
+  tsr_ring_buffer bufs[3] = {{a.data(), a.size(), TSR_INT32, TSR_RING_CIRCULATE},
+                             {b.data(), b.size(), TSR_FLOAT64, TSR_RING_CIRCULATE},
+                             {s.data(), s.size(), TSR_FLOAT64, TSR_RING_ACCUMULATE}};
+  Seen seen;
+  const tsr_counters before = tsr_test::counters(env.ctx);
+  ASSERT_EQ(tsr_ring_exchange(env.ring, bufs, 3, exchange_step, &seen), TSR_SUCCESS) << tsr_last_error(nullptr);
+  const tsr_counters after = tsr_test::counters(env.ctx);
+  EXPECT_EQ(seen.calls, p);
+  EXPECT_TRUE(seen.ok);
+  EXPECT_EQ(a, a0);  // circulated buffers are never written
+  EXPECT_EQ(b, b0);
+  for (size_t i = 0; i < s.size(); ++i) {
+    double want = 0;
+    for (int q = 0; q < p; ++q) want += contrib(q, r, i);
+    EXPECT_EQ(s[i], want) << i;
+  }
+  // Data: p-1 hops of each buffer; control: two agreements, the counts
+  // all-gather ((nbuffers+1) int64 per rank) and the closing agreement.
+  tsr_counters e = tsr_test::zero();
+  const int nx = (r + 1) % p, pv = (r + p - 1) % p;
+  auto m = [&](int j) { return ((j % p) + p) % p; };
+  for (int st = 0; st + 1 < p; ++st) {
+    e.p2p_sent[peer_class(r, nx)].messages += 2;
+    e.p2p_sent[peer_class(r, nx)].bytes += 4 * count_a(m(r - st)) + 8 * count_b(m(r - st));
+    e.p2p_recv[peer_class(r, pv)].messages += 2;
+    e.p2p_recv[peer_class(r, pv)].bytes += 4 * count_a(m(r - st - 1)) + 8 * count_b(m(r - st - 1));
+  }
+  for (int st = 1; st < p; ++st) {
+    e.p2p_sent[peer_class(r, nx)].messages += 1;
+    e.p2p_sent[peer_class(r, nx)].bytes += 8 * count_s(m(r - st));
+    e.p2p_recv[peer_class(r, pv)].messages += 1;
+    e.p2p_recv[peer_class(r, pv)].bytes += 8 * count_s(m(r - st - 1));
+  }
+  for (int k = 0; k < 3; ++k) add_control(e, tsr::model_allreduce(r, p, 3, 8));
+  add_control(e, tsr::model_allgatherv(r, p, std::vector<uint64_t>(static_cast<size_t>(p), 4 * 8)));
+  EXPECT_TRUE(tsr_test::same(e, tsr_test::diff(before, after)));
+  // The exchange allocated 2 slots per circulated and 3 per accumulated
+  // buffer, of the largest block (none at p = 1).
+  size_t peak = 0;
+  ASSERT_EQ(tsr_ring_workspace_peak(env.ring, &peak, 1), TSR_SUCCESS);
+  size_t ma = 0, mb = 0, ms = 0;
+  for (int q = 0; q < p; ++q) ma = std::max(ma, count_a(q)), mb = std::max(mb, count_b(q)), ms = std::max(ms, count_s(q));
+  EXPECT_EQ(peak, p > 1 ? 2 * 4 * ma + 2 * 8 * mb + 3 * 8 * ms : 0);
+}
+
+TEST(RingExchange, FailingCallbackStopsEveryRankWithoutHang) {
+  RingEnv env;
+  const int p = world_size(), r = world_rank();
+  std::vector<int32_t> a(count_a(r));
+  std::vector<double> b(count_b(r)), s(count_s(r));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = val_a(r, i);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = val_b(r, i);
+  tsr_ring_buffer bufs[3] = {{a.data(), a.size(), TSR_INT32, TSR_RING_CIRCULATE},
+                             {b.data(), b.size(), TSR_FLOAT64, TSR_RING_CIRCULATE},
+                             {s.data(), s.size(), TSR_FLOAT64, TSR_RING_ACCUMULATE}};
+  Seen seen;
+  const int bad = p - 1;
+  if (r == bad) seen.fail_at = 0;
+  EXPECT_EQ(tsr_ring_exchange(env.ring, bufs, 3, exchange_step, &seen), TSR_ERR_NUMERIC);
+  EXPECT_EQ(seen.calls, r == bad ? 1 : p);  // no callback after the failure
+  EXPECT_TRUE(seen.ok);
+  const std::string msg = tsr_last_error(nullptr);
+  EXPECT_TRUE(tsr_test::contains(msg.c_str(), "step callback returned TSR_ERR_NUMERIC")) << msg;
+  if (r != bad) {
+    EXPECT_TRUE(tsr_test::contains(msg.c_str(), "rank " + std::to_string(bad) + " failed")) << msg;
+  }
+  // Bad buffers: an integer accumulation, a NULL function, nbuffers differing.
+  tsr_ring_buffer ib = {a.data(), a.size(), TSR_INT32, TSR_RING_ACCUMULATE};
+  expect_everywhere(TSR_ERR_INVALID_ARG, 0, "TSR_RING_ACCUMULATE needs TSR_FLOAT32 or TSR_FLOAT64", [&](bool mine) {
+    return tsr_ring_exchange(env.ring, mine ? &ib : bufs, 1, exchange_step, &seen);
+  });
+  expect_everywhere(TSR_ERR_INVALID_ARG, bad, "'fn' is NULL", [&](bool mine) {
+    Seen s2;
+    return tsr_ring_exchange(env.ring, bufs, 3, mine ? nullptr : exchange_step, &s2);
+  });
+  if (p > 1) {
+    Seen s3;
+    EXPECT_EQ(tsr_ring_exchange(env.ring, bufs, r == 0 ? 2 : 3, exchange_step, &s3), TSR_ERR_INVALID_ARG);
+    EXPECT_EQ(s3.calls, 0);
+  }
+  EXPECT_EQ(tsr_ring_progress(env.ring), TSR_SUCCESS);  // outside an exchange: a no-op
+}
+
+// A ring on a grid axis runs in the axis order; rings keep the context alive.
+TEST(RingExchange, GridAxisRingAndLifetime) {
+  const int p = world_size();
+  tsr_context ctx = nullptr;
+  ASSERT_EQ(tsr_context_create(MPI_COMM_WORLD, &ctx), TSR_SUCCESS);
+  int dims[3] = {0, 0, 0};
+  ASSERT_EQ(tsr_grid_dims_create(TSR_GRID_2D, p, 0, dims, nullptr), TSR_SUCCESS);
+  tsr_grid grid = nullptr;
+  ASSERT_EQ(tsr_grid_create(ctx, TSR_GRID_2D, dims, &grid), TSR_SUCCESS);
+  for (tsr_grid_axis axis : {TSR_AXIS_ROW, TSR_AXIS_COL}) {
+    tsr_ring ring = nullptr;
+    ASSERT_EQ(tsr_ring_create(grid, axis, &ring), TSR_SUCCESS) << tsr_last_error(ctx);
+    int rr = -1, rs = 0, ar = -1, as = 0;
+    ASSERT_EQ(tsr_ring_info(ring, &rr, &rs), TSR_SUCCESS);
+    ASSERT_EQ(tsr_grid_axis_info(grid, axis, &ar, &as), TSR_SUCCESS);
+    EXPECT_EQ(rr, ar);
+    EXPECT_EQ(rs, as);
+    int64_t mine = 1000 + ar;
+    std::vector<int64_t> seen;
+    struct U {
+      std::vector<int64_t>* seen;
+    } u{&seen};
+    tsr_ring_buffer buf = {&mine, 1, TSR_INT64, TSR_RING_CIRCULATE};
+    ASSERT_EQ(tsr_ring_exchange(
+                  ring, &buf, 1,
+                  [](const tsr_ring_step* st, void* user) {
+                    static_cast<U*>(user)->seen->push_back(*static_cast<const int64_t*>(st->blocks[0]));
+                    return TSR_SUCCESS;
+                  },
+                  &u),
+              TSR_SUCCESS);
+    ASSERT_EQ(seen.size(), static_cast<size_t>(as));
+    for (int st = 0; st < as; ++st) EXPECT_EQ(seen[static_cast<size_t>(st)], 1000 + ((ar - st) % as + as) % as);
+    if (axis == TSR_AXIS_COL) {
+      EXPECT_EQ(tsr_grid_destroy(&grid), TSR_SUCCESS);  // the ring owns its communicator
+      EXPECT_EQ(tsr_context_destroy(&ctx), TSR_ERR_STATE);
+      EXPECT_TRUE(tsr_test::contains(tsr_last_error(ctx), "ring(s) of this context are still alive"));
+      ASSERT_EQ(tsr_ring_exchange(ring, &buf, 1, [](const tsr_ring_step*, void*) { return TSR_SUCCESS; }, nullptr),
+                TSR_SUCCESS);
+    }
+    EXPECT_EQ(tsr_ring_destroy(&ring), TSR_SUCCESS);
+    EXPECT_EQ(ring, nullptr);
+  }
+  EXPECT_EQ(tsr_context_destroy(&ctx), TSR_SUCCESS);
+  tsr_ring none = nullptr;
+  EXPECT_EQ(tsr_ring_destroy(&none), TSR_SUCCESS);
+  EXPECT_EQ(tsr_ring_create_comm(nullptr, MPI_COMM_WORLD, &none), TSR_ERR_INVALID_ARG);
+}
+
+// ---------------------------------------------------------------- C++ API
+TEST(RingCpp, LambdaExchangeAndExceptions) {
+  tessera::context ctx(MPI_COMM_WORLD);
+  tessera::ring ring(ctx, MPI_COMM_WORLD);
+  const int p = ring.size(), r = ring.rank();
+  std::vector<float> mine(3, static_cast<float>(r)), sum(2);
+  std::vector<int> sources;
+  ring.exchange({tessera::circulate(tessera::span<const float>(mine)), tessera::accumulate(tessera::span<float>(sum))},
+                [&](const tessera::ring_step& s) {
+                  sources.push_back(s.source());
+                  EXPECT_EQ(s.block<float>(0).size(), 3u);
+                  EXPECT_EQ(s.block<float>(0)[2], static_cast<float>(s.source()));
+                  s.contribution<float>(1)[0] = 1.0f;
+                  s.contribution<float>(1)[1] = static_cast<float>(r);
+                  ring.progress();
+                });
+  ASSERT_EQ(sources.size(), static_cast<size_t>(p));
+  EXPECT_EQ(sum[0], static_cast<float>(p));
+  EXPECT_EQ(sum[1], static_cast<float>(p * (p - 1) / 2));
+  // A throwing lambda: that rank gets its exception back, the others a
+  // tessera::error; the ring works afterwards.
+  bool mine_thrown = false, other_thrown = false;
+  try {
+    ring.exchange({tessera::circulate(tessera::span<const float>(mine))}, [&](const tessera::ring_step& s) {
+      if (r == 0 && s.step() == 0) throw std::runtime_error("boom");
+    });
+  } catch (const tessera::error& e) {
+    other_thrown = r != 0 && e.status() == TSR_ERR_INVALID_ARG;
+  } catch (const std::runtime_error& e) {
+    mine_thrown = r == 0 && std::string(e.what()) == "boom";
+  }
+  EXPECT_TRUE(r == 0 ? mine_thrown : other_thrown);
+  ring.exchange({tessera::circulate(tessera::span<const float>(mine))}, [](const tessera::ring_step&) {});
+  EXPECT_EQ(ring.workspace_peak(), p > 1 ? 2u * 3 * 4 + 3u * 2 * 4 : 0u);  // the first exchange's slots
+}
+
+TEST(RingCpp, AttentionWrappersMatchTheCApi) {
+  tessera::context ctx(MPI_COMM_WORLD);
+  tessera::ring ring(ctx, MPI_COMM_WORLD);
+  const int p = ring.size(), r = ring.rank();
+  Case c;
+  c.layout = TSR_ATTN_LAYOUT_STRIPED, c.causal = true, c.N = 3 * static_cast<size_t>(p) + 1, c.mask = kRandomMask;
+  AttnFull f = make_full(c);
+  Local<double> L(c, f);
+  ASSERT_EQ(L.forward(ring.get(), c), TSR_SUCCESS);
+  ASSERT_EQ(L.backward(ring.get(), c), TSR_SUCCESS);
+  const size_t n = tessera::shard_len(c.layout, c.N, p, r);
+  ASSERT_EQ(n, L.n);
+  EXPECT_EQ(tessera::positions(c.layout, c.N, p, r).size(), n);
+  using tessera::attn_tensor;
+  using tessera::span;
+  std::vector<double> o(L.o.size()), lse(L.lse.size()), dq(L.dq.size()), dk(L.dk.size()), dv(L.dv.size());
+  tessera::attn_config cfg;
+  cfg.layout = c.layout, cfg.causal = 1, cfg.seq_len = c.N;
+  const attn_tensor<const double> q(span<const double>(L.q), c.B, c.H, n, c.d), k(span<const double>(L.k), c.B, c.G, n, c.d),
+      v(span<const double>(L.v), c.B, c.G, n, c.d), dout(span<const double>(L.dout), c.B, c.H, n, c.d);
+  const attn_tensor<const uint8_t> mask(span<const uint8_t>(L.mask), c.B, 1, n, 1);
+  tessera::attention_forward<double>(ring, cfg, q, k, v, attn_tensor<double>(span<double>(o), c.B, c.H, n, c.d),
+                                     attn_tensor<double>(span<double>(lse), c.B, c.H, n, 1), &mask);
+  EXPECT_EQ(o, L.o);
+  EXPECT_EQ(0, std::memcmp(lse.data(), L.lse.data(), lse.size() * sizeof(double)));
+  tessera::attention_backward<double>(
+      ring, cfg, q, k, v, attn_tensor<const double>(span<const double>(o), c.B, c.H, n, c.d),
+      attn_tensor<const double>(span<const double>(lse), c.B, c.H, n, 1), dout,
+      attn_tensor<double>(span<double>(dq), c.B, c.H, n, c.d), attn_tensor<double>(span<double>(dk), c.B, c.G, n, c.d),
+      attn_tensor<double>(span<double>(dv), c.B, c.G, n, c.d), &mask);
+  EXPECT_EQ(dq, L.dq);
+  EXPECT_EQ(dk, L.dk);
+  EXPECT_EQ(dv, L.dv);
+  // A span too short on the last rank: every rank throws TSR_ERR_SHAPE.
+  std::vector<double> short_o(o.size() + (r == p - 1 ? 1 : 0));
+  try {
+    tessera::attention_forward<double>(ring, cfg, q, k, v,
+                                       attn_tensor<double>(span<double>(short_o), c.B, c.H, n, c.d),
+                                       attn_tensor<double>(span<double>(lse), c.B, c.H, n, 1), &mask);
+    ADD_FAILURE() << "no exception";
+  } catch (const tessera::error& e) {
+    EXPECT_EQ(e.status(), TSR_ERR_SHAPE);
+    if (r == p - 1) {
+      EXPECT_TRUE(tsr_test::contains(e.what(), "out span has")) << e.what();
+    }
+  }
+  // Layout helpers round trip.
+  std::vector<double> full(2 * c.N * 3);
+  for (size_t i = 0; i < full.size(); ++i) full[i] = static_cast<double>(i);
+  std::vector<double> loc = tessera::shard_extract<double>(c.layout, c.N, p, r, span<const double>(full), 2, 3);
+  std::vector<double> back(full.size(), -1.0);
+  tessera::shard_insert<double>(c.layout, c.N, p, r, span<const double>(loc), span<double>(back), 2, 3);
+  for (size_t o2 = 0; o2 < 2; ++o2)
+    for (int64_t t : tessera::positions(c.layout, c.N, p, r))
+      for (size_t e = 0; e < 3; ++e) {
+        const size_t i = (o2 * c.N + static_cast<size_t>(t)) * 3 + e;
+        EXPECT_EQ(back[i], full[i]);
+      }
 }
 
 }  // namespace
