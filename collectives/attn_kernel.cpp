@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "attention_impl.hpp"
 
@@ -42,6 +44,81 @@ inline void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, double alpha, c
 
 inline float ex(float x) { return std::exp(x); }
 inline double ex(double x) { return std::exp(x); }
+
+// ------------------------------------------------------- row operations
+// The element-wise work of a tile (row max, exp, sums) is as heavy as its
+// matrix products once exp is a libm call, so float rows use a polynomial
+// exp the compiler vectorises (Cephes' expf: range reduction by ln 2 and a
+// degree-6 polynomial, within 2 ulp of expf; exp(-inf) and anything below
+// the normal range give exactly 0), compiled for AVX-512, AVX2 and the
+// baseline and chosen at load time where the toolchain can (GCC ifunc).
+// Double rows use std::exp.
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
+#define TSR_ROW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TSR_ROW_CLONES
+#endif
+
+inline float fexp(float x) {
+  const bool tiny = x < -87.33654f;  // exp below FLT_MIN, and -inf: 0
+  x = x < -87.33654f ? -87.33654f : x;
+  x = x > 88.0f ? 88.0f : x;
+  const float kf = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+  float r = x - kf * 0.693359375f;
+  r = r - kf * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(kf) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return tiny ? 0.0f : p * scale;
+}
+
+TSR_ROW_CLONES float row_max(const float* x, size_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+  for (size_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+TSR_ROW_CLONES float row_exp_sum(float* x, size_t n, float m) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (size_t j = 0; j < n; ++j) {
+    const float e = fexp(x[j] - m);
+    x[j] = e;
+    sum += e;
+  }
+  return sum;
+}
+TSR_ROW_CLONES void row_exp(float* x, size_t n, float m) {
+#pragma omp simd
+  for (size_t j = 0; j < n; ++j) x[j] = fexp(x[j] - m);
+}
+double row_max(const double* x, size_t n) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (size_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+double row_exp_sum(double* x, size_t n, double m) {
+  double sum = 0;
+  for (size_t j = 0; j < n; ++j) {
+    x[j] = std::exp(x[j] - m);
+    sum += x[j];
+  }
+  return sum;
+}
+void row_exp(double* x, size_t n, double m) {
+  for (size_t j = 0; j < n; ++j) x[j] = std::exp(x[j] - m);
+}
+template <class T>
+void row_scale(T* x, size_t n, T a) {
+  for (size_t j = 0; j < n; ++j) x[j] *= a;
+}
 
 enum class Cls { skip, full, partial };
 
@@ -93,7 +170,12 @@ void for_tiles(bool causal, const Rows& qr, const Rows& kr, const uint8_t* km, c
             if (causal && kr.pos[j0] > qr.pos[i1 - 1]) break;  // later tiles of the segment are later still
             continue;
           }
-          f(i0, i1, j0, j1, c);
+          size_t jend = j1;
+          if (causal && c == Cls::partial) {  // keys after the tile's last query are invisible to all its rows
+            const int64_t last = qr.pos[i1 - 1];
+            while (jend > j0 && kr.pos[jend - 1] > last) --jend;
+          }
+          f(i0, i1, j0, jend, c);
           if (poke) poke();
         }
       }
@@ -132,8 +214,7 @@ void fwd_block(const Geo<T>& g, const T* q, const Rows& qr, const T* k, const T*
         if (c == Cls::partial) mask_tile(g.causal, qr.pos, i0, i1, kr.pos, j0, j1, km, tile, mk);
         for (size_t i = 0; i < mq; ++i) {
           T* row = tile + i * mk;
-          T mx = neg_inf<T>();
-          for (size_t j = 0; j < mk; ++j) mx = row[j] > mx ? row[j] : mx;
+          const T mx = row_max(row, mk);
           const T mold = M[i0 + i];
           const T mnew = mx > mold ? mx : mold;
           if (mnew == neg_inf<T>()) {  // nothing visible to this row yet
@@ -141,18 +222,10 @@ void fwd_block(const Geo<T>& g, const T* q, const Rows& qr, const T* k, const T*
             continue;
           }
           const T alpha = ex(mold - mnew);  // 0 when mold = -inf
-          T sum = 0;
-          for (size_t j = 0; j < mk; ++j) {
-            const T e = ex(row[j] - mnew);
-            row[j] = e;
-            sum += e;
-          }
+          const T sum = row_exp_sum(row, mk, mnew);
           L[i0 + i] = L[i0 + i] * alpha + sum;
           M[i0 + i] = mnew;
-          if (alpha != T(1)) {
-            T* orow = O + (i0 + i) * d;
-            for (size_t e = 0; e < d; ++e) orow[e] *= alpha;
-          }
+          if (alpha != T(1)) row_scale(O + (i0 + i) * d, d, alpha);
         }
         gemm(false, false, mq, d, mk, T(1), tile, mk, V + j0 * d, d, T(1), O + i0 * d, d);
       });
@@ -219,7 +292,7 @@ void bwd_block(const Geo<T>& g, const T* q, const Rows& qr, const T* k, const T*
             std::fill(row, row + mk, T(0));
             continue;
           }
-          for (size_t j = 0; j < mk; ++j) row[j] = ex(row[j] - li);
+          row_exp(row, mk, li);
         }
         // dV += P^T dO;  dP = dO V^T;  dS = P (dP - D);  dQ += scale dS K;  dK += scale dS^T Q
         gemm(true, false, mk, d, mq, T(1), P, mk, dO + i0 * d, d, T(1), dV + j0 * d, d);
@@ -259,20 +332,14 @@ void rsa_softmax(const Geo<T>& g, size_t nq, T* s, size_t ntot, T* lse) {
   const size_t rows = g.B * g.H * nq;
   for (size_t r = 0; r < rows; ++r) {
     T* row = s + r * ntot;
-    T mx = neg_inf<T>();
-    for (size_t j = 0; j < ntot; ++j) mx = row[j] > mx ? row[j] : mx;
+    const T mx = row_max(row, ntot);
     if (mx == neg_inf<T>()) {
       std::fill(row, row + ntot, T(0));
       lse[r] = neg_inf<T>();
       continue;
     }
-    T sum = 0;
-    for (size_t j = 0; j < ntot; ++j) {
-      row[j] = ex(row[j] - mx);
-      sum += row[j];
-    }
-    const T inv = T(1) / sum;
-    for (size_t j = 0; j < ntot; ++j) row[j] *= inv;
+    const T sum = row_exp_sum(row, ntot, mx);
+    row_scale(row, ntot, T(1) / sum);
     lse[r] = mx + std::log(sum);
   }
 }
@@ -286,7 +353,7 @@ void rsa_probs(const Geo<T>& g, size_t nq, T* s, size_t ntot, const T* lse) {
       std::fill(row, row + ntot, T(0));
       continue;
     }
-    for (size_t j = 0; j < ntot; ++j) row[j] = ex(row[j] - lse[r]);
+    row_exp(row, ntot, lse[r]);
   }
 }
 
@@ -369,6 +436,8 @@ void merge(size_t rows, size_t dim, T* oa, T* la, const T* ob, const T* lb) {
     la[r] = lse;
   }
 }
+
+float fast_exp(float x) { return fexp(x); }
 
 #define TSR_ATTN_INSTANTIATE(T)                                                                                       \
   template void fwd_init<T>(const Geo<T>&, size_t, T*, T*, T*);                                                       \

@@ -194,6 +194,25 @@ TEST(AttnMerge, IdentityCommutativityAssociativityAndHugeGaps) {
   for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(xl[i], zl[i], 1e-5f);
 }
 
+// The vectorised float exp of the kernels: within 2 ulp of the correctly
+// rounded exp (float64 exp rounded to float) over the softmax range, exactly
+// 1 at 0 and exactly 0 for -inf and below the normal range.
+TEST(AttnKernel, FastExpAccuracy) {
+  double worst = 0;
+  for (int i = 0; i <= 2000000; ++i) {
+    const float x = -87.3f * static_cast<float>(i) / 2000000.0f;
+    const float want = static_cast<float>(std::exp(static_cast<double>(x)));
+    const float got = tsr::attn::fast_exp(x);
+    const double ulp = std::nextafter(want, 1e30f) - want;
+    worst = std::max(worst, std::fabs(static_cast<double>(got) - want) / ulp);
+  }
+  EXPECT_LE(worst, 2.0);
+  EXPECT_EQ(tsr::attn::fast_exp(0.0f), 1.0f);
+  EXPECT_EQ(tsr::attn::fast_exp(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(tsr::attn::fast_exp(-100.0f), 0.0f);
+  EXPECT_GT(tsr::attn::fast_exp(-87.0f), 0.0f);
+}
+
 // ------------------------------------------------------------------ kernels
 // The ring on one process: rank r's queries see key block `src` for every
 // src, in ring order; forward state merged online, backward contributions to
