@@ -17,7 +17,8 @@
 // Memory per rank is reported three ways: tensors (the q, k, v, out, lse,
 // and for the backward dout, dq, dk, dv shards this program allocates, exact),
 // workspace (tsr_ring_workspace_peak: every byte tessera allocated during the
-// call, exact), and VmHWM (the process's peak resident set from
+// call, exact; the ring keeps it between calls and this program releases it
+// between configurations), and VmHWM (the process's peak resident set from
 // /proc/self/status, reset before each configuration by writing 5 to
 // /proc/self/clear_refs; includes MPI, the libraries and page rounding).
 // Times: per call, the slowest rank's; the median over repetitions.
@@ -271,6 +272,7 @@ int sweep(const Opts& op, tsr_context ctx, tsr_ring ring, int p, int r) {
         }
         continue;
       }
+      CHECK(tsr_ring_workspace_release(ring));  // nothing kept from the previous configuration
       MPI_Barrier(MPI_COMM_WORLD);
       if (can_reset) reset_hwm();
       Problem pr(op, var, op.layout, op.causal, N, p, r, dirs == 2);
@@ -324,8 +326,14 @@ int overlap(const Opts& op, tsr_ring ring, tsr_ring self, int p, int r) {
     Problem one(op, TSR_ATTN_RING, op.layout, op.causal, N, 1, 0, op.backward != 0);
     Problem split(op, TSR_ATTN_RING, op.layout, op.causal, N, p, r, op.backward != 0);
     one.forward(self), split.forward(ring);  // warm up
-    std::vector<double> rf, rb, t1f, tpf, t1b, tpb;
+    std::vector<double> rf, rb, t1f, tpf, t1b, tpb, tcomm;
+    // The forward's communication alone: the same K and V blocks around the
+    // same ring with an empty step (what there is to hide behind compute).
+    tsr_ring_buffer kv[2] = {{split.k.data(), split.k.size(), TSR_FLOAT32, TSR_RING_CIRCULATE},
+                             {split.v.data(), split.v.size(), TSR_FLOAT32, TSR_RING_CIRCULATE}};
+    auto nothing = [](const tsr_ring_step*, void*) { return TSR_SUCCESS; };
     for (int k = 0; k < op.rounds; ++k) {
+      tcomm.push_back(timed([&] { CHECK(tsr_ring_exchange(ring, kv, 2, nothing, nullptr)); }));
       const double a = timed([&] { one.forward(self); });
       const double b = timed([&] { split.forward(ring); });
       t1f.push_back(a), tpf.push_back(b), rf.push_back(b / (a / p));
@@ -339,8 +347,8 @@ int overlap(const Opts& op, tsr_ring ring, tsr_ring self, int p, int r) {
       std::printf("overlap p=%d N=%zu batch=%zu heads=%zu kv_heads=%zu dim=%zu %s %s, %d rounds\n", p, N, op.batch,
                   op.heads, op.kv_heads, op.dim, op.causal ? "causal" : "non-causal", lname(op.layout), op.rounds);
       std::printf("  forward : one-rank %.4f s (median), ring %.4f s; ratio ring/(one-rank/p) median %.3f "
-                  "(quartiles %.3f .. %.3f)\n",
-                  median(t1f), median(tpf), median(rf), quantile(rf, 0.25), quantile(rf, 0.75));
+                  "(quartiles %.3f .. %.3f); K,V exchange alone %.4f s\n",
+                  median(t1f), median(tpf), median(rf), quantile(rf, 0.25), quantile(rf, 0.75), median(tcomm));
       if (op.backward)
         std::printf("  backward: one-rank %.4f s (median), ring %.4f s; ratio ring/(one-rank/p) median %.3f "
                     "(quartiles %.3f .. %.3f)\n",

@@ -719,6 +719,13 @@ tsr_status execute(tsr_ring ring, const Args& a) {
   Shape s;
   std::unique_ptr<Call<T>> call;
   tsr_status local = check_call(a, c.size(), c.rank(), &s);
+  if (local == TSR_SUCCESS) {  // size the ring's workspace arena with a dry run, then take the buffers from it
+    Tracker dry;
+    dry.dry = true;
+    Call<T> plan(s, Data<T>(), dry);
+    local = plan.prepare();
+    if (local == TSR_SUCCESS) local = ring->mem.reserve(dry.dry_arena_peak);
+  }
   if (local == TSR_SUCCESS) {
     call.reset(new (std::nothrow) Call<T>(s, data_of<T>(a), ring->mem));
     local = call ? call->prepare() : fail(TSR_ERR_NO_MEMORY, "allocating an attention call");

@@ -310,6 +310,27 @@ tsr_status tsr_ring_workspace_peak(tsr_ring ring, size_t* bytes, int reset) {
   return finish(tsr::ctx_of(ring), "tsr_ring_workspace_peak", st);
 }
 
+tsr_status tsr_ring_workspace_release(tsr_ring ring) {
+  tsr_status st = [&]() -> tsr_status {
+    TSR_TRY(tsr::check_ring(ring));
+    if (ring->running)
+      return tsr::fail(TSR_ERR_STATE, "tsr_ring_workspace_release called from inside a ring exchange step");
+    ring->mem.release_arena();
+    return TSR_SUCCESS;
+  }();
+  return finish(tsr::ctx_of(ring), "tsr_ring_workspace_release", st);
+}
+
+tsr_status tsr_ring_workspace_held(tsr_ring ring, size_t* bytes) {
+  tsr_status st = [&]() -> tsr_status {
+    TSR_TRY(tsr::check_ring(ring));
+    TSR_CHECK_NOT_NULL(bytes);
+    *bytes = ring->mem.capacity;
+    return TSR_SUCCESS;
+  }();
+  return finish(tsr::ctx_of(ring), "tsr_ring_workspace_held", st);
+}
+
 tsr_status tsr_ring_progress(tsr_ring ring) {
   tsr_status st = [&]() -> tsr_status {
     TSR_TRY(tsr::check_ring(ring));
@@ -369,7 +390,15 @@ tsr_status tsr_ring_exchange(tsr_ring ring, const tsr_ring_buffer* buffers, int 
         bufs[i].counts[static_cast<size_t>(j)] = static_cast<size_t>(all[static_cast<size_t>(j) * (nb + 1) + i]);
     }
     tsr::RingExchange x(ring->mem, p, std::move(bufs));
-    TSR_TRY(tsr::agree(c, x.prepare()));
+    tsr_status ready = [&]() -> tsr_status {
+      tsr::Tracker dry;  // size the ring's workspace arena, then take the slots from it
+      dry.dry = true;
+      tsr::RingExchange plan(dry, p, x.buffers());
+      TSR_TRY(plan.prepare());
+      TSR_TRY(ring->mem.reserve(dry.dry_arena_peak));
+      return x.prepare();
+    }();
+    TSR_TRY(tsr::agree(c, ready));
     tsr_ring_step step{};
     step.rank = me;
     step.size = p;

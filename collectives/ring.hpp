@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -23,21 +24,54 @@
 
 namespace tsr {
 
-// Workspace accounting of one ring: bytes held now and the high-water mark.
-// A dry tracker only counts: Ws buffers on it allocate nothing (the
-// workspace query runs the same preparation code on one).
+// Workspace of one ring: bytes in use by the running call (`current`) and
+// their high-water mark, plus the arena the buffers come from. The arena is
+// sized before each call from a dry run of the same preparation code (a dry
+// tracker only counts, `dry_arena_peak` being the 64-byte rounded bytes the
+// arena needs), kept between calls so that repeated calls neither allocate
+// nor fault pages in, and freed by release_arena() or with the ring.
 struct Tracker {
   size_t current = 0, peak = 0;
   bool dry = false;
+  size_t dry_arena = 0, dry_arena_peak = 0;
+  unsigned char* arena = nullptr;
+  size_t capacity = 0, offset = 0;
+
+  Tracker() = default;
+  Tracker(const Tracker&) = delete;
+  Tracker& operator=(const Tracker&) = delete;
+  ~Tracker() { std::free(arena); }
+  static size_t rounded(size_t bytes) { return (bytes + 63) / 64 * 64; }
   void add(size_t n) {
     current += n;
     if (current > peak) peak = current;
   }
-  void sub(size_t n) { current -= n; }
+  void sub(size_t n) {
+    current -= n;
+    if (current == 0) offset = 0;  // the call's buffers are all gone: the arena is free again
+  }
+  // Grows the arena to at least `bytes` (between calls only).
+  tsr_status reserve(size_t bytes) {
+    if (bytes <= capacity) return TSR_SUCCESS;
+    if (current != 0) return fail(TSR_ERR_INTERNAL, "ring workspace resized during a call");
+    std::free(arena);
+    arena = nullptr, capacity = 0, offset = 0;
+    if (bytes > SIZE_MAX - 64) return fail(TSR_ERR_NO_MEMORY, "ring workspace of %zu bytes", bytes);
+    arena = static_cast<unsigned char*>(std::aligned_alloc(64, rounded(bytes)));
+    if (arena == nullptr) return fail(TSR_ERR_NO_MEMORY, "allocating %zu bytes of ring workspace", bytes);
+    capacity = rounded(bytes);
+    return TSR_SUCCESS;
+  }
+  void release_arena() {
+    if (current != 0) return;
+    std::free(arena);
+    arena = nullptr, capacity = 0, offset = 0;
+  }
 };
 
 // A workspace buffer of n elements of T (64-byte aligned), counted by a
-// Tracker while it lives. alloc() returns TSR_ERR_NO_MEMORY on failure.
+// Tracker while it lives: from the tracker's arena when it has room, else
+// from the heap. alloc() returns TSR_ERR_NO_MEMORY on failure.
 template <class T>
 class Ws {
  public:
@@ -45,38 +79,40 @@ class Ws {
   ~Ws() { release(); }
   Ws(const Ws&) = delete;
   Ws& operator=(const Ws&) = delete;
-  Ws(Ws&& o) noexcept : p_(o.p_), n_(o.n_), t_(o.t_) { o.p_ = nullptr, o.n_ = 0, o.t_ = nullptr; }
-  Ws& operator=(Ws&& o) noexcept {
-    if (this != &o) {
-      release();
-      p_ = o.p_, n_ = o.n_, t_ = o.t_;
-      o.p_ = nullptr, o.n_ = 0, o.t_ = nullptr;
-    }
-    return *this;
-  }
   tsr_status alloc(Tracker* t, size_t n, const char* what) {
     release();
     if (n == 0) return TSR_SUCCESS;
-    if (n > SIZE_MAX / sizeof(T) - 64) return fail(TSR_ERR_NO_MEMORY, "workspace for %s: size overflows", what);
-    const size_t bytes = n * sizeof(T);
+    if (n > (SIZE_MAX - 64) / sizeof(T)) return fail(TSR_ERR_NO_MEMORY, "workspace for %s: size overflows", what);
+    const size_t bytes = n * sizeof(T), need = Tracker::rounded(bytes);
     if (t != nullptr && t->dry) {
       n_ = n;
       t_ = t;
       t_->add(bytes);
+      t_->dry_arena += need;
+      if (t_->dry_arena > t_->dry_arena_peak) t_->dry_arena_peak = t_->dry_arena;
       return TSR_SUCCESS;
     }
-    const size_t rounded = (bytes + 63) / 64 * 64;
-    p_ = static_cast<T*>(std::aligned_alloc(64, rounded));
-    if (p_ == nullptr) return fail(TSR_ERR_NO_MEMORY, "allocating %zu bytes of workspace for %s", bytes, what);
+    if (t != nullptr && t->arena != nullptr && t->capacity - t->offset >= need) {
+      p_ = reinterpret_cast<T*>(t->arena + t->offset);
+      t->offset += need;
+      heap_ = false;
+    } else {
+      p_ = static_cast<T*>(std::aligned_alloc(64, need));
+      if (p_ == nullptr) return fail(TSR_ERR_NO_MEMORY, "allocating %zu bytes of workspace for %s", bytes, what);
+      heap_ = true;
+    }
     n_ = n;
     t_ = t;
     if (t_) t_->add(bytes);
     return TSR_SUCCESS;
   }
   void release() {
-    if (p_) std::free(p_);
-    if (n_ > 0 && t_) t_->sub(n_ * sizeof(T));
-    p_ = nullptr, n_ = 0, t_ = nullptr;
+    if (p_ && heap_) std::free(p_);
+    if (n_ > 0 && t_) {
+      if (t_->dry) t_->dry_arena -= Tracker::rounded(n_ * sizeof(T));
+      t_->sub(n_ * sizeof(T));
+    }
+    p_ = nullptr, n_ = 0, t_ = nullptr, heap_ = false;
   }
   T* data() const { return p_; }
   size_t size() const { return n_; }
@@ -86,6 +122,7 @@ class Ws {
   T* p_ = nullptr;
   size_t n_ = 0;
   Tracker* t_ = nullptr;
+  bool heap_ = false;
 };
 
 class RingExchange;
@@ -121,6 +158,7 @@ class RingExchange {
  public:
   // p: the ring size; every RingBuf has p counts.
   RingExchange(Tracker& mem, int p, std::vector<RingBuf> bufs) : mem_(mem), p_(p), bufs_(std::move(bufs)) {}
+  const std::vector<RingBuf>& buffers() const { return bufs_; }
   // Local: checks the counts fit a message and allocates the slots
   // (2 per CIRCULATE and 3 per ACCUMULATE buffer, each of the largest block,
   // none at p = 1), counted by the tracker.
@@ -135,7 +173,7 @@ class RingExchange {
   int p_;
   tsr_ring_s* ring_ = nullptr;
   std::vector<RingBuf> bufs_;
-  std::vector<Ws<unsigned char>> slots_;  // per buffer: CIRCULATE 2, ACCUMULATE 3
+  std::deque<Ws<unsigned char>> slots_;  // per buffer: CIRCULATE 2, ACCUMULATE 3
   std::vector<size_t> first_slot_;
   std::vector<Request> reqs_;
 };

@@ -47,6 +47,12 @@ TSR_API tsr_status tsr_ring_info(tsr_ring ring, int* rank, int* size);
  * tessera allocates for a ring exchange or an attention call is counted;
  * user buffers are not. Local. */
 TSR_API tsr_status tsr_ring_workspace_peak(tsr_ring ring, size_t* bytes, int reset);
+/* Between calls a ring keeps its workspace (one block, as large as the
+ * largest call so far needed, rounded up to 64 bytes per buffer), so that
+ * repeated calls neither allocate nor touch fresh pages. held: its size now.
+ * release: free it (the next call allocates again). Local. */
+TSR_API tsr_status tsr_ring_workspace_held(tsr_ring ring, size_t* bytes);
+TSR_API tsr_status tsr_ring_workspace_release(tsr_ring ring);
 
 /* ------------------------------------------------------------------------- */
 /* Ring exchange: the generic primitive                                       */

@@ -647,6 +647,18 @@ TEST(RingAttention, WorkspaceHighWaterMark) {
           ASSERT_EQ(tsr_attn_workspace(&L.cfg, p, r, c.B, c.H, c.G, c.d, mk != kNoMask, 1, &query), TSR_SUCCESS);
           EXPECT_EQ(peak, workspace_formula(c, true)) << "backward";
           EXPECT_EQ(query, peak) << "backward";
+          // The ring keeps the larger call's workspace (64-byte rounded
+          // buffers); a repeated call reuses it; release frees it.
+          size_t held = 0, again = 0;
+          ASSERT_EQ(tsr_ring_workspace_held(env.ring, &held), TSR_SUCCESS);
+          EXPECT_GE(held, std::max(workspace_formula(c, false), workspace_formula(c, true)));
+          EXPECT_LE(held, std::max(workspace_formula(c, false), workspace_formula(c, true)) + 64 * 24);
+          ASSERT_EQ(L.backward(env.ring, c), TSR_SUCCESS);
+          ASSERT_EQ(tsr_ring_workspace_held(env.ring, &again), TSR_SUCCESS);
+          EXPECT_EQ(again, held);
+          ASSERT_EQ(tsr_ring_workspace_release(env.ring), TSR_SUCCESS);
+          ASSERT_EQ(tsr_ring_workspace_held(env.ring, &again), TSR_SUCCESS);
+          EXPECT_EQ(again, 0u);
         };
         if (c.type == TSR_FLOAT32)
           body(float());
