@@ -52,8 +52,9 @@ tsr_status RingExchange::prepare() {
       return fail(TSR_ERR_UNSUPPORTED, "a block of ring buffer %zu has %zu elements, more than INT_MAX (one message)",
                   i, m);
     first_slot_.push_back(slots_.size());
-    if (p <= 1) continue;
-    const int nslots = b.accumulate ? 3 : 2;
+    // Circulate: the receive slots alternate over p-1 hops (one slot at p = 2).
+    // Accumulate: contribution, incoming sum, outgoing sum (no third at p = 2).
+    const int nslots = b.accumulate ? (p >= 3 ? 3 : p == 2 ? 2 : 0) : (p >= 3 ? 2 : p - 1);
     for (int k = 0; k < nslots; ++k) {
       slots_.emplace_back();
       TSR_TRY(slots_.back().alloc(&mem_, m * tsr_dtype_size(b.type), "a ring exchange block"));
@@ -76,7 +77,7 @@ tsr_status RingExchange::run(tsr_ring_s& ring, const RingStepFn& fn, tsr_status*
   *callback_status = TSR_SUCCESS;
   const Comm& c = *ring.comm;
   const int p = c.size(), r = c.rank();
-  if (p != p_ || slots_.size() < (p > 1 ? bufs_.size() * 2 : 0) || first_slot_.size() != bufs_.size())
+  if (p != p_ || first_slot_.size() != bufs_.size())
     return fail(TSR_ERR_INTERNAL, "ring exchange run without prepare() for this ring");
   const int next = ring_mod(r + 1, p), prev = ring_mod(r - 1, p);
   const size_t nb = bufs_.size();

@@ -159,9 +159,9 @@ class RingExchange {
   // p: the ring size; every RingBuf has p counts.
   RingExchange(Tracker& mem, int p, std::vector<RingBuf> bufs) : mem_(mem), p_(p), bufs_(std::move(bufs)) {}
   const std::vector<RingBuf>& buffers() const { return bufs_; }
-  // Local: checks the counts fit a message and allocates the slots
-  // (2 per CIRCULATE and 3 per ACCUMULATE buffer, each of the largest block,
-  // none at p = 1), counted by the tracker.
+  // Local: checks the counts fit a message and allocates the slots, each of
+  // the largest block: per CIRCULATE buffer min(2, p-1), per ACCUMULATE
+  // buffer 3 (2 at p = 2, none at p = 1); counted by the tracker.
   tsr_status prepare();
   // Communicates: p steps (all ranks of the ring must run it).
   tsr_status run(tsr_ring_s& ring, const RingStepFn& fn, tsr_status* callback_status);
@@ -173,7 +173,7 @@ class RingExchange {
   int p_;
   tsr_ring_s* ring_ = nullptr;
   std::vector<RingBuf> bufs_;
-  std::deque<Ws<unsigned char>> slots_;  // per buffer: CIRCULATE 2, ACCUMULATE 3
+  std::deque<Ws<unsigned char>> slots_;  // per buffer, see prepare()
   std::vector<size_t> first_slot_;
   std::vector<Request> reqs_;
 };
