@@ -115,6 +115,8 @@ double row_exp_sum(double* x, size_t n, double m) {
 void row_exp(double* x, size_t n, double m) {
   for (size_t j = 0; j < n; ++j) x[j] = std::exp(x[j] - m);
 }
+inline float rescale(float x) { return fexp(x); }
+inline double rescale(double x) { return std::exp(x); }
 template <class T>
 void row_scale(T* x, size_t n, T a) {
   for (size_t j = 0; j < n; ++j) x[j] *= a;
@@ -140,17 +142,25 @@ inline Cls classify(bool causal, const int64_t* qpos, size_t i0, size_t i1, cons
   return partial ? Cls::partial : Cls::full;
 }
 
-// Sets the invisible entries of a tile (row stride ld) to -inf.
+// Sets the invisible entries of a tile (row stride ld) to -inf. Positions
+// increase along the rows and along the keys of a tile (it lies within one
+// segment of each side), so the causally visible keys of a row are a prefix
+// whose end only moves right from one row to the next.
 template <class T>
 void mask_tile(bool causal, const int64_t* qpos, size_t i0, size_t i1, const int64_t* kpos, size_t j0, size_t j1,
                const uint8_t* km, T* s, size_t ld) {
+  size_t cut = j0;
   for (size_t i = i0; i < i1; ++i) {
     T* row = s + (i - i0) * ld;
-    const int64_t qp = qpos[i];
-    for (size_t j = j0; j < j1; ++j) {
-      const bool vis = (!causal || kpos[j] <= qp) && (km == nullptr || km[j] != 0);
-      if (!vis) row[j - j0] = neg_inf<T>();
+    size_t end = j1;
+    if (causal) {
+      while (cut < j1 && kpos[cut] <= qpos[i]) ++cut;
+      end = cut;
+      std::fill(row + (end - j0), row + (j1 - j0), neg_inf<T>());
     }
+    if (km != nullptr)
+      for (size_t j = j0; j < end; ++j)
+        if (km[j] == 0) row[j - j0] = neg_inf<T>();
   }
 }
 
@@ -221,7 +231,7 @@ void fwd_block(const Geo<T>& g, const T* q, const Rows& qr, const T* k, const T*
             std::fill(row, row + mk, T(0));
             continue;
           }
-          const T alpha = ex(mold - mnew);  // 0 when mold = -inf
+          const T alpha = rescale(mold - mnew);  // 0 when mold = -inf
           const T sum = row_exp_sum(row, mk, mnew);
           L[i0 + i] = L[i0 + i] * alpha + sum;
           M[i0 + i] = mnew;
