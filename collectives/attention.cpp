@@ -425,7 +425,7 @@ template <class T>
 tsr_status Call<T>::run_alltoall(tsr_ring_s& ring) {
   const Comm& c = *ring.comm;
   const size_t p = static_cast<size_t>(s_.p), B = s_.B, d = s_.d, n = s_.n, nmax = s_.nmax;
-  const size_t H = s_.H, G = s_.G, Hp = H / p, Gp = G / p, np = p * nmax, me = static_cast<size_t>(s_.r);
+  const size_t H = s_.H, G = s_.G, Hp = H / p, Gp = G / p, np = p * nmax;
   T *sb = w_[0].data(), *rb = w_[1].data(), *Qf = w_[2].data(), *Kf = w_[3].data(), *Vf = w_[4].data();
   // Positions and segments of the padded full sequence (padding rows are in
   // no segment, so no kernel touches them).
@@ -489,7 +489,6 @@ tsr_status Call<T>::run_alltoall(tsr_ring_s& ring) {
       unpack_back(x_.o, part, B, H, j * Hp, Hp, n, nmax, d);
       unpack_back(x_.lse, part + qpart, B, H, j * Hp, Hp, n, nmax, 1);
     }
-    (void)me;
     return TSR_SUCCESS;
   }
   T *dOf = w_[5].data(), *Lf = w_[6].data(), *Df = w_[7].data();

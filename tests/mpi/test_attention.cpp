@@ -108,7 +108,6 @@ AttnFull make_full(const Case& c) {
         if (c.mask == kRandomMask) keep = tsr_test::uniform(c.seed + 4, b * c.N + t) > -0.5 ? 1 : 0;
         if (c.mask == kBatchMasked) keep = b == 1 ? 0 : (t % 3 != 1);  // batch 1: every row fully masked
         if (c.mask == kRankMasked) {  // the keys held by ring rank 0 are all padding
-          int64_t first = 0;
           std::vector<int64_t> pos(c.N);
           size_t n0 = 0;
           tsr_attn_shard_len(c.layout, c.N, p, 0, &n0);
@@ -116,7 +115,6 @@ AttnFull make_full(const Case& c) {
           keep = 1;
           for (size_t i = 0; i < n0; ++i)
             if (static_cast<size_t>(pos[i]) == t) keep = 0;
-          (void)first;
         }
         f.mask[b * c.N + t] = keep;
       }
