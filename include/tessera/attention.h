@@ -37,20 +37,23 @@ TSR_API tsr_status tsr_ring_create(tsr_grid grid, tsr_grid_axis axis, tsr_ring* 
  * ring), UNSUPPORTED (intercommunicator), MPI. */
 TSR_API tsr_status tsr_ring_create_comm(tsr_context ctx, MPI_Comm comm, tsr_ring* ring);
 /* Free a ring; sets *ring to NULL (NULL is a no-op). A context cannot be
- * destroyed while it has live rings. Collective over the ring. */
+ * destroyed while it has live rings. Collective over the ring.
+ * Errors: INVALID_ARG (NULL or not a live ring). */
 TSR_API tsr_status tsr_ring_destroy(tsr_ring* ring);
-/* The calling rank's ring rank and the ring size p. Local. */
+/* The calling rank's ring rank and the ring size p. Local.
+ * Errors: INVALID_ARG (ring, NULL outputs). */
 TSR_API tsr_status tsr_ring_info(tsr_ring ring, int* rank, int* size);
 /* The largest number of workspace bytes that calls on this ring have held at
  * once since the ring was created or this was last called with reset != 0
  * (reset: start a new high-water mark after reading). Exact: every buffer
  * tessera allocates for a ring exchange or an attention call is counted;
- * user buffers are not. Local. */
+ * user buffers are not. Local. Errors: INVALID_ARG (ring, NULL bytes). */
 TSR_API tsr_status tsr_ring_workspace_peak(tsr_ring ring, size_t* bytes, int reset);
 /* Between calls a ring keeps its workspace (one block, as large as the
  * largest call so far needed, rounded up to 64 bytes per buffer), so that
  * repeated calls neither allocate nor touch fresh pages. held: its size now.
- * release: free it (the next call allocates again). Local. */
+ * release: free it (the next call allocates again). Local.
+ * Errors: INVALID_ARG (ring, NULL bytes), STATE (release inside a step). */
 TSR_API tsr_status tsr_ring_workspace_held(tsr_ring ring, size_t* bytes);
 TSR_API tsr_status tsr_ring_workspace_release(tsr_ring ring);
 
@@ -111,7 +114,7 @@ TSR_API tsr_status tsr_ring_exchange(tsr_ring ring, const tsr_ring_buffer* buffe
 /* Lets the transfers of a running exchange advance (MPI implementations
  * often progress nonblocking transfers only inside MPI calls). Call it from
  * inside a long step callback now and then; a no-op outside an exchange.
- * Local. */
+ * Local. Errors: INVALID_ARG (ring). */
 TSR_API tsr_status tsr_ring_progress(tsr_ring ring);
 
 /* ------------------------------------------------------------------------- */
@@ -131,7 +134,9 @@ typedef enum tsr_attn_layout {
   TSR_ATTN_LAYOUT_STRIPED = 2
 } tsr_attn_layout;
 
-/* Number of tokens of rank `rank` (0 <= rank < nranks). Local. */
+/* Number of tokens of rank `rank` (0 <= rank < nranks). Local.
+ * Errors (all layout helpers): INVALID_ARG (layout, nranks < 1, rank out of
+ * range, NULL buffers, seq_len too large; permute: in and out overlap). */
 TSR_API tsr_status tsr_attn_shard_len(tsr_attn_layout layout, size_t seq_len, int nranks, int rank,
                                       size_t* local_len);
 /* Global positions (position ids, 0-based) of the rank's tokens, in local
@@ -233,7 +238,8 @@ TSR_API tsr_status tsr_attn_backward(tsr_ring ring, const tsr_attn_config* cfg, 
 /* Workspace bytes a forward (backward = 0) or backward (backward != 0) call
  * allocates on ring rank `rank` of `nranks` for these shapes: exactly what
  * tsr_ring_workspace_peak reports for that call (see docs/ATTENTION.md for
- * the formula of every variant). Local. */
+ * the formula of every variant). Local. Errors: as tsr_attn_forward's local
+ * checks (INVALID_ARG, SHAPE, UNSUPPORTED), INVALID_ARG (nranks, rank). */
 TSR_API tsr_status tsr_attn_workspace(const tsr_attn_config* cfg, int nranks, int rank, size_t batch,
                                       size_t heads, size_t kv_heads, size_t dim, int has_key_mask,
                                       int backward, size_t* bytes);
@@ -244,7 +250,9 @@ TSR_API tsr_status tsr_attn_workspace(const tsr_attn_config* cfg, int nranks, in
  *   o   = exp(lse_a - lse) o_a + exp(lse_b - lse) o_b,
  * o_*: rows x dim, lse_*: rows, of type (TSR_FLOAT32 or TSR_FLOAT64). A row
  * with lse = -INFINITY (no visible key) is the identity; two such rows give
- * (0, -INFINITY). Local. */
+ * (0, -INFINITY); lse = +INFINITY (FlashAttention's empty row) is read as
+ * -INFINITY. Local. Errors: INVALID_ARG (type, NULL with rows > 0),
+ * UNSUPPORTED (TSR_BFLOAT16). */
 TSR_API tsr_status tsr_attn_merge(tsr_dtype type, size_t rows, size_t dim, void* o_a, void* lse_a,
                                   const void* o_b, const void* lse_b);
 
