@@ -165,7 +165,9 @@ tsr_status tsr_context_destroy(tsr_context* ctx) {
   tsr_context c = *ctx;
   st = c->live_grids > 0 ? tsr::fail(TSR_ERR_STATE, "%d grid(s) of this context are still alive: destroy them first",
                                      c->live_grids)
-                         : TSR_SUCCESS;
+       : c->live_rings > 0 ? tsr::fail(TSR_ERR_STATE, "%d ring(s) of this context are still alive: destroy them first",
+                                       c->live_rings)
+                           : TSR_SUCCESS;
   st = tsr::agree(*c->world, st);
   if (st != TSR_SUCCESS) return finish(c, "tsr_context_destroy", st);
   c->world.reset();

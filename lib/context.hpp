@@ -23,6 +23,7 @@ struct tsr_context_s {
   std::unique_ptr<tsr::MpiBackend> backend;
   std::unique_ptr<tsr::Comm> world;  // transport view of `comm`
   int live_grids = 0;
+  int live_rings = 0;  // tsr_ring objects over this context (collectives/ring.cpp)
 
   std::mutex error_mutex;
   std::unordered_map<std::thread::id, std::string> errors;

@@ -335,5 +335,6 @@ TSR_API tsr_status tsr_report_format(tsr_report report, char* buf, size_t len, s
 #endif
 
 #include "tessera/optimizer.h" /* LAMB and LARS optimizers (docs/OPTIMIZERS.md) */
+#include "tessera/attention.h" /* ring exchange and ring attention */
 
 #endif /* TESSERA_H */

@@ -317,5 +317,6 @@ class report {
 }  // namespace tessera
 
 #include "tessera/optimizer.hpp"  // tessera::optimizer (LAMB, LARS)
+#include "tessera/attention.hpp"  // rings, ring exchange, ring attention
 
 #endif  // TESSERA_HPP

@@ -1,0 +1,835 @@
+// Attention over a ring: the three variants (ring, two-pass ring
+// self-attention, all-to-all), forward and backward, their validation and
+// workspace plan, and the C entry points. Every call: local checks and every
+// allocation first, one agreement (24-byte control all-reduce), then the
+// data movement through the transport (ring exchange engine or collectives).
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "attention_impl.hpp"
+#include "ring.hpp"
+
+namespace tsr {
+namespace attn {
+namespace {
+
+const char* layout_name(tsr_attn_layout l) {
+  switch (l) {
+    case TSR_ATTN_LAYOUT_CONTIGUOUS: return "CONTIGUOUS";
+    case TSR_ATTN_LAYOUT_ZIGZAG: return "ZIGZAG";
+    case TSR_ATTN_LAYOUT_STRIPED: return "STRIPED";
+  }
+  return "?";
+}
+
+// a*b*... without wrapping; false on overflow.
+bool mul(size_t* out, std::initializer_list<size_t> xs) {
+  size_t r = 1;
+  for (size_t x : xs) {
+    if (x != 0 && r > SIZE_MAX / x) return false;
+    r *= x;
+  }
+  *out = r;
+  return true;
+}
+
+// The shapes of one call, checked (see check_call).
+struct Shape {
+  tsr_attn_variant variant = TSR_ATTN_RING;
+  tsr_attn_layout layout = TSR_ATTN_LAYOUT_CONTIGUOUS;
+  bool causal = false, mask = false, backward = false;
+  tsr_dtype type = TSR_FLOAT32;
+  double scale = 1;
+  int p = 1, r = 0;
+  size_t B = 0, H = 1, G = 1, d = 1, N = 0, n = 0, nmax = 0;
+  std::vector<size_t> lens, offs;  // per rank: shard length, offset in layout order
+};
+
+void fill_lens(Shape& s) {
+  s.lens.assign(static_cast<size_t>(s.p), 0);
+  s.offs.assign(static_cast<size_t>(s.p), 0);
+  s.nmax = 0;
+  size_t off = 0;
+  for (int j = 0; j < s.p; ++j) {
+    const size_t len = shard_len(s.layout, s.N, s.p, j);
+    s.lens[static_cast<size_t>(j)] = len;
+    s.offs[static_cast<size_t>(j)] = off;
+    off += len;
+    if (len > s.nmax) s.nmax = len;
+  }
+  s.n = s.lens[static_cast<size_t>(s.r)];
+}
+
+// Pointers of one call (null in a workspace query).
+template <class T>
+struct Data {
+  const T *q = nullptr, *k = nullptr, *v = nullptr, *o_in = nullptr, *lse_in = nullptr, *dout = nullptr;
+  const uint8_t* km = nullptr;
+  T *o = nullptr, *lse = nullptr, *dq = nullptr, *dk = nullptr, *dv = nullptr;
+};
+
+// ----------------------------------------------------- packing (all-to-all)
+// Rows t < n of heads [h0, h0+nh) of a (B, Htot, n, row) tensor into a
+// (B, nh, nmax, row) part; rows n..nmax-1 zero.
+template <class T>
+void pack_part(T* dst, const T* src, size_t B, size_t Htot, size_t h0, size_t nh, size_t n, size_t nmax, size_t row) {
+  for (size_t b = 0; b < B; ++b)
+    for (size_t hh = 0; hh < nh; ++hh) {
+      T* d = dst + (b * nh + hh) * nmax * row;
+      if (n > 0) std::memcpy(d, src + ((b * Htot + h0 + hh) * n) * row, n * row * sizeof(T));
+      if (nmax > n) std::memset(d + n * row, 0, (nmax - n) * row * sizeof(T));
+    }
+}
+// A (B, nh, nmax, row) part from rank `src` into rows [src*nmax, (src+1)*nmax)
+// of a (B, nh, p*nmax, row) tensor.
+template <class T>
+void unpack_full(T* full, const T* part, size_t B, size_t nh, size_t np, size_t src, size_t nmax, size_t row) {
+  for (size_t b = 0; b < B; ++b)
+    for (size_t hh = 0; hh < nh; ++hh)
+      if (nmax > 0)
+        std::memcpy(full + ((b * nh + hh) * np + src * nmax) * row, part + (b * nh + hh) * nmax * row,
+                    nmax * row * sizeof(T));
+}
+// Rows [dst*nmax, (dst+1)*nmax) of a (B, nh, p*nmax, row) tensor into a part.
+template <class T>
+void pack_back(T* part, const T* full, size_t B, size_t nh, size_t np, size_t dst, size_t nmax, size_t row) {
+  for (size_t b = 0; b < B; ++b)
+    for (size_t hh = 0; hh < nh; ++hh)
+      if (nmax > 0)
+        std::memcpy(part + (b * nh + hh) * nmax * row, full + ((b * nh + hh) * np + dst * nmax) * row,
+                    nmax * row * sizeof(T));
+}
+// A (B, nh, nmax, row) part into heads [h0, h0+nh) of a (B, Htot, n, row) tensor.
+template <class T>
+void unpack_back(T* dst, const T* part, size_t B, size_t Htot, size_t h0, size_t nh, size_t n, size_t nmax, size_t row) {
+  for (size_t b = 0; b < B; ++b)
+    for (size_t hh = 0; hh < nh; ++hh)
+      if (n > 0) std::memcpy(dst + ((b * Htot + h0 + hh) * n) * row, part + (b * nh + hh) * nmax * row, n * row * sizeof(T));
+}
+
+// ---------------------------------------------------------------- the call
+// prepare(): local, allocates everything (on a dry tracker: only counts);
+// run(): communicates. One object per call.
+template <class T>
+class Call {
+ public:
+  Call(const Shape& s, const Data<T>& x, Tracker& mem) : s_(s), x_(x), mem_(mem) {
+    g_.B = s.B, g_.H = s.H, g_.G = s.G, g_.d = s.d;
+    g_.scale = static_cast<T>(s.scale);
+    g_.causal = s.causal;
+  }
+  tsr_status prepare();
+  tsr_status run(tsr_ring_s& ring);
+
+ private:
+  size_t kv_count(size_t len) const { return s_.B * s_.G * len * s_.d; }
+  std::vector<size_t> counts(size_t per_token) const {
+    std::vector<size_t> c(s_.lens.size());
+    for (size_t j = 0; j < c.size(); ++j) c[j] = per_token * s_.lens[j];
+    return c;
+  }
+  RingBuf circ(const void* data, tsr_dtype type, size_t per_token) const {
+    RingBuf b;
+    b.data = const_cast<void*>(data);
+    b.type = type;
+    b.counts = counts(per_token);
+    return b;
+  }
+  RingBuf acc(void* data, size_t per_token) const {
+    RingBuf b = circ(data, s_.type, per_token);
+    b.accumulate = true;
+    return b;
+  }
+  tsr_status exchange(std::unique_ptr<RingExchange>* x, std::vector<RingBuf> bufs) {
+    x->reset(new (std::nothrow) RingExchange(mem_, s_.p, std::move(bufs)));
+    if (!*x) return fail(TSR_ERR_NO_MEMORY, "allocating a ring exchange");
+    return (*x)->prepare();
+  }
+  // The rank's own rows (queries) and the rows of the key block of `src`.
+  Rows own_rows() {
+    positions(s_.layout, s_.N, s_.p, s_.r, qpos_.data());
+    qr_.n = s_.n;
+    qr_.pos = qpos_.data();
+    qr_.segs = qsegs_;
+    qr_.nsegs = segments(s_.layout, s_.N, s_.p, s_.r, 0, qsegs_);
+    return qr_;
+  }
+  Rows key_rows(int src) {
+    positions(s_.layout, s_.N, s_.p, src, kpos_.data());
+    Rows kr;
+    kr.n = s_.lens[static_cast<size_t>(src)];
+    kr.pos = kpos_.data();
+    kr.segs = ksegs_;
+    kr.nsegs = segments(s_.layout, s_.N, s_.p, src, 0, ksegs_);
+    return kr;
+  }
+  Poke poker(RingExchange* x) const {
+    return [x]() { x->poke(); };
+  }
+
+  tsr_status prepare_ring();
+  tsr_status run_ring(tsr_ring_s& ring);
+  tsr_status prepare_two_pass();
+  tsr_status run_two_pass(tsr_ring_s& ring);
+  tsr_status prepare_alltoall();
+  tsr_status run_alltoall(tsr_ring_s& ring);
+
+  const Shape& s_;
+  Data<T> x_;
+  Tracker& mem_;
+  Geo<T> g_;
+  Ws<int64_t> qpos_, kpos_;
+  Seg qsegs_[2], ksegs_[2];
+  Rows qr_;
+  Ws<T> w_[13];
+  Ws<uint8_t> m_[3];
+  std::unique_ptr<RingExchange> x1_, x2_, x3_;
+  size_t in_per_dest_ = 0, out_per_dest_ = 0;
+};
+
+template <class T>
+tsr_status Call<T>::prepare() {
+  switch (s_.variant) {
+    case TSR_ATTN_RING: return prepare_ring();
+    case TSR_ATTN_RING_TWO_PASS: return prepare_two_pass();
+    case TSR_ATTN_ALLTOALL: return prepare_alltoall();
+  }
+  return fail(TSR_ERR_INTERNAL, "unknown variant");
+}
+
+template <class T>
+tsr_status Call<T>::run(tsr_ring_s& ring) {
+  switch (s_.variant) {
+    case TSR_ATTN_RING: return run_ring(ring);
+    case TSR_ATTN_RING_TWO_PASS: return run_two_pass(ring);
+    case TSR_ATTN_ALLTOALL: return run_alltoall(ring);
+  }
+  return fail(TSR_ERR_INTERNAL, "unknown variant");
+}
+
+// -------------------------------------------------------------------- ring
+// Forward: w0 = l (B*H*n), w1 = one score tile; m lives in lse.
+// Backward: w0 = D (B*H*n), w1 = two tiles; dk, dv are travelling sums.
+template <class T>
+tsr_status Call<T>::prepare_ring() {
+  const size_t rows = s_.B * s_.H * s_.n, kvt = s_.B * s_.G * s_.d;
+  TSR_TRY(qpos_.alloc(&mem_, s_.n, "query positions"));
+  TSR_TRY(kpos_.alloc(&mem_, s_.nmax, "key positions"));
+  TSR_TRY(w_[0].alloc(&mem_, rows, s_.backward ? "D = rowsum(dout*out)" : "softmax sums"));
+  TSR_TRY(w_[1].alloc(&mem_, (s_.backward ? 2 : 1) * kBq * kBk, "score tiles"));
+  std::vector<RingBuf> bufs{circ(x_.k, s_.type, kvt), circ(x_.v, s_.type, kvt)};
+  if (s_.mask) bufs.push_back(circ(x_.km, TSR_BYTE, s_.B));
+  if (s_.backward) {
+    bufs.push_back(acc(x_.dk, kvt));
+    bufs.push_back(acc(x_.dv, kvt));
+  }
+  return exchange(&x1_, std::move(bufs));
+}
+
+template <class T>
+tsr_status Call<T>::run_ring(tsr_ring_s& ring) {
+  const Rows qr = own_rows();
+  const Poke poke = poker(x1_.get());
+  const size_t nmask = s_.mask ? 1 : 0;
+  tsr_status cb = TSR_SUCCESS;
+  if (!s_.backward) {
+    T* l = w_[0].data();
+    fwd_init(g_, s_.n, x_.o, x_.lse, l);
+    TSR_TRY(x1_->run(
+        ring,
+        [&](int, int src, void* const* blk) {
+          const Rows kr = key_rows(src);
+          fwd_block(g_, x_.q, qr, static_cast<const T*>(blk[0]), static_cast<const T*>(blk[1]), kr,
+                    s_.mask ? static_cast<const uint8_t*>(blk[2]) : nullptr, x_.o, x_.lse, l, w_[1].data(), poke);
+          return TSR_SUCCESS;
+        },
+        &cb));
+    fwd_finish(g_, s_.n, x_.o, x_.lse, l, x_.lse);
+    return cb;
+  }
+  T* delta = w_[0].data();
+  bwd_delta(g_, s_.n, x_.o_in, x_.dout, delta);
+  if (s_.B * s_.H * s_.n * s_.d > 0) std::memset(x_.dq, 0, s_.B * s_.H * s_.n * s_.d * sizeof(T));
+  TSR_TRY(x1_->run(
+      ring,
+      [&](int, int src, void* const* blk) {
+        const Rows kr = key_rows(src);
+        bwd_block(g_, x_.q, qr, static_cast<const T*>(blk[0]), static_cast<const T*>(blk[1]), kr,
+                  s_.mask ? static_cast<const uint8_t*>(blk[2]) : nullptr, x_.dout, x_.lse_in, delta, x_.dq,
+                  static_cast<T*>(blk[2 + nmask]), static_cast<T*>(blk[3 + nmask]), w_[1].data(), poke);
+        return TSR_SUCCESS;
+      },
+      &cb));
+  return cb;
+}
+
+// ---------------------------------------------------------------- two-pass
+// Forward: w0 = scores (B*H*n*N); passes: K (+mask), then V.
+// Backward: w0 = A, w1 = dA (B*H*n*N each), w2 = D, w3 = dK full, w4 = dV
+// full (B*G*N*d, blocks in rank order); passes: K (+mask), V, K; then a
+// reduce-scatter of dK and of dV.
+template <class T>
+tsr_status Call<T>::prepare_two_pass() {
+  const size_t kvt = s_.B * s_.G * s_.d;
+  size_t score = 0, full = 0;
+  if (!mul(&score, {s_.B, s_.H, s_.n, s_.N}) || !mul(&full, {s_.B, s_.G, s_.N, s_.d}))
+    return fail(TSR_ERR_UNSUPPORTED, "the two-pass variant's full score rows (batch*heads*local_len*seq_len) "
+                "overflow size_t");
+  if (s_.N > static_cast<size_t>(INT_MAX))
+    return fail(TSR_ERR_UNSUPPORTED, "the two-pass variant needs seq_len <= INT_MAX (a BLAS leading dimension)");
+  TSR_TRY(qpos_.alloc(&mem_, s_.n, "query positions"));
+  TSR_TRY(kpos_.alloc(&mem_, s_.nmax, "key positions"));
+  TSR_TRY(w_[0].alloc(&mem_, score, "full score rows"));
+  std::vector<RingBuf> k1{circ(x_.k, s_.type, kvt)};
+  if (s_.mask) k1.push_back(circ(x_.km, TSR_BYTE, s_.B));
+  if (!s_.backward) {
+    TSR_TRY(exchange(&x1_, std::move(k1)));
+    return exchange(&x2_, {circ(x_.v, s_.type, kvt)});
+  }
+  if (full > static_cast<size_t>(INT_MAX))
+    return fail(TSR_ERR_UNSUPPORTED, "the two-pass backward reduce-scatters batch*kv_heads*seq_len*dim = %zu elements, "
+                "more than INT_MAX", full);
+  TSR_TRY(w_[1].alloc(&mem_, score, "full score gradients"));
+  TSR_TRY(w_[2].alloc(&mem_, s_.B * s_.H * s_.n, "D = rowsum(dout*out)"));
+  TSR_TRY(w_[3].alloc(&mem_, full, "full-length dK"));
+  TSR_TRY(w_[4].alloc(&mem_, full, "full-length dV"));
+  TSR_TRY(exchange(&x1_, std::move(k1)));
+  TSR_TRY(exchange(&x2_, {circ(x_.v, s_.type, kvt)}));
+  return exchange(&x3_, {circ(x_.k, s_.type, kvt)});
+}
+
+template <class T>
+tsr_status Call<T>::run_two_pass(tsr_ring_s& ring) {
+  const Rows qr = own_rows();
+  const size_t N = s_.N, kvt = s_.B * s_.G * s_.d;
+  T* S = w_[0].data();
+  tsr_status cb = TSR_SUCCESS;
+  auto scores = [&](int, int src, void* const* blk) {
+    const Rows kr = key_rows(src);
+    rsa_scores(g_, x_.q, qr, static_cast<const T*>(blk[0]), kr, s_.mask ? static_cast<const uint8_t*>(blk[1]) : nullptr,
+               S, N, s_.offs[static_cast<size_t>(src)]);
+    return TSR_SUCCESS;
+  };
+  TSR_TRY(x1_->run(ring, scores, &cb));
+  const size_t osz = s_.B * s_.H * s_.n * s_.d;
+  if (!s_.backward) {
+    rsa_softmax(g_, s_.n, S, N, x_.lse);
+    if (osz > 0) std::memset(x_.o, 0, osz * sizeof(T));
+    TSR_TRY(x2_->run(
+        ring,
+        [&](int, int src, void* const* blk) {
+          rsa_av(g_, s_.n, S, N, s_.offs[static_cast<size_t>(src)], static_cast<const T*>(blk[0]),
+                 s_.lens[static_cast<size_t>(src)], x_.o);
+          return TSR_SUCCESS;
+        },
+        &cb));
+    return cb;
+  }
+  T *dA = w_[1].data(), *delta = w_[2].data(), *dkf = w_[3].data(), *dvf = w_[4].data();
+  rsa_probs(g_, s_.n, S, N, x_.lse_in);
+  bwd_delta(g_, s_.n, x_.o_in, x_.dout, delta);
+  const size_t full = kvt * N;
+  if (full > 0) {
+    std::memset(dkf, 0, full * sizeof(T));
+    std::memset(dvf, 0, full * sizeof(T));
+  }
+  TSR_TRY(x2_->run(
+      ring,
+      [&](int, int src, void* const* blk) {
+        const size_t off = s_.offs[static_cast<size_t>(src)];
+        rsa_dav(g_, s_.n, S, dA, N, off, static_cast<const T*>(blk[0]), s_.lens[static_cast<size_t>(src)], x_.dout,
+                dvf + kvt * off);
+        return TSR_SUCCESS;
+      },
+      &cb));
+  rsa_ds(g_, s_.n, S, dA, N, delta);
+  if (osz > 0) std::memset(x_.dq, 0, osz * sizeof(T));
+  TSR_TRY(x3_->run(
+      ring,
+      [&](int, int src, void* const* blk) {
+        const size_t off = s_.offs[static_cast<size_t>(src)];
+        rsa_dqk(g_, s_.n, dA, N, off, x_.q, static_cast<const T*>(blk[0]), s_.lens[static_cast<size_t>(src)], x_.dq,
+                dkf + kvt * off);
+        return TSR_SUCCESS;
+      },
+      &cb));
+  const Comm& c = *ring.comm;
+  const std::vector<size_t> cnt = counts(kvt);
+  TSR_TRY(reduce_scatterv(c, dkf, x_.dk, cnt.data(), s_.type, TSR_SUM));
+  TSR_TRY(reduce_scatterv(c, dvf, x_.dv, cnt.data(), s_.type, TSR_SUM));
+  return cb;
+}
+
+// -------------------------------------------------------------- all-to-all
+// Rank q works on query heads [q*H/p, (q+1)*H/p) and kv heads
+// [q*G/p, (q+1)*G/p) over the whole sequence, padded to p*nmax rows (rank
+// j's tokens at rows [j*nmax, j*nmax + n_j)).
+// Forward: w0 = send, w1 = recv (p * max(in, out) per-destination counts),
+// w2..w4 = Q, K, V full, w5 = O full, w6 = lse full, w7 = l full.
+// Backward: w0, w1 as above, w2..w5 = Q, K, V, dO full, w6 = lse, w7 = D
+// full, w8 = dQ, w9 = dK, w10 = dV full, w11 = local D, w12 = two tiles.
+// Masks: m0 = send (B*nmax), m1 = all-gathered (p*B*nmax), m2 = full (B*p*nmax).
+template <class T>
+tsr_status Call<T>::prepare_alltoall() {
+  const size_t p = static_cast<size_t>(s_.p), B = s_.B, d = s_.d, nmax = s_.nmax;
+  const size_t Hp = s_.H / p, Gp = s_.G / p, np = p * nmax;
+  size_t chk = 0;
+  if (!mul(&chk, {B, s_.H + 2 * s_.G + 2, nmax, d + 2}))
+    return fail(TSR_ERR_UNSUPPORTED, "the all-to-all variant's buffers overflow size_t");
+  if (!s_.backward) {
+    in_per_dest_ = B * (Hp + 2 * Gp) * nmax * d;
+    out_per_dest_ = B * Hp * nmax * (d + 1);
+  } else {
+    in_per_dest_ = B * nmax * ((2 * Hp + 2 * Gp) * d + 2 * Hp);
+    out_per_dest_ = B * nmax * (Hp + 2 * Gp) * d;
+  }
+  const size_t per = in_per_dest_ > out_per_dest_ ? in_per_dest_ : out_per_dest_;
+  if (per > static_cast<size_t>(INT_MAX) / p)
+    return fail(TSR_ERR_UNSUPPORTED, "the all-to-all variant sends %zu elements to each of %zu ranks; count*size "
+                "exceeds INT_MAX", per, p);
+  TSR_TRY(qpos_.alloc(&mem_, np, "positions"));
+  TSR_TRY(w_[0].alloc(&mem_, per * p, "all-to-all send"));
+  TSR_TRY(w_[1].alloc(&mem_, per * p, "all-to-all receive"));
+  TSR_TRY(w_[2].alloc(&mem_, B * Hp * np * d, "full-sequence Q"));
+  TSR_TRY(w_[3].alloc(&mem_, B * Gp * np * d, "full-sequence K"));
+  TSR_TRY(w_[4].alloc(&mem_, B * Gp * np * d, "full-sequence V"));
+  if (!s_.backward) {
+    TSR_TRY(w_[5].alloc(&mem_, B * Hp * np * d, "full-sequence O"));
+    TSR_TRY(w_[6].alloc(&mem_, B * Hp * np, "full-sequence lse"));
+    TSR_TRY(w_[7].alloc(&mem_, B * Hp * np, "softmax sums"));
+    TSR_TRY(w_[8].alloc(&mem_, kBq * kBk, "score tile"));
+  } else {
+    TSR_TRY(w_[5].alloc(&mem_, B * Hp * np * d, "full-sequence dO"));
+    TSR_TRY(w_[6].alloc(&mem_, B * Hp * np, "full-sequence lse"));
+    TSR_TRY(w_[7].alloc(&mem_, B * Hp * np, "full-sequence D"));
+    TSR_TRY(w_[8].alloc(&mem_, B * Hp * np * d, "full-sequence dQ"));
+    TSR_TRY(w_[9].alloc(&mem_, B * Gp * np * d, "full-sequence dK"));
+    TSR_TRY(w_[10].alloc(&mem_, B * Gp * np * d, "full-sequence dV"));
+    TSR_TRY(w_[11].alloc(&mem_, B * s_.H * s_.n, "D = rowsum(dout*out)"));
+    TSR_TRY(w_[12].alloc(&mem_, 2 * kBq * kBk, "score tiles"));
+  }
+  if (s_.mask) {
+    TSR_TRY(m_[0].alloc(&mem_, B * nmax, "key mask send"));
+    TSR_TRY(m_[1].alloc(&mem_, p * B * nmax, "gathered key masks"));
+    TSR_TRY(m_[2].alloc(&mem_, B * np, "full-sequence key mask"));
+  }
+  return TSR_SUCCESS;
+}
+
+template <class T>
+tsr_status Call<T>::run_alltoall(tsr_ring_s& ring) {
+  const Comm& c = *ring.comm;
+  const size_t p = static_cast<size_t>(s_.p), B = s_.B, d = s_.d, n = s_.n, nmax = s_.nmax;
+  const size_t H = s_.H, G = s_.G, Hp = H / p, Gp = G / p, np = p * nmax;
+  T *sb = w_[0].data(), *rb = w_[1].data(), *Qf = w_[2].data(), *Kf = w_[3].data(), *Vf = w_[4].data();
+  // Positions and segments of the padded full sequence (padding rows are in
+  // no segment, so no kernel touches them).
+  std::vector<Seg> segs(2 * p);
+  int nsegs = 0;
+  int64_t* pos = qpos_.data();
+  for (size_t j = 0; j < p; ++j) {
+    const size_t len = s_.lens[j];
+    for (size_t t = 0; t < nmax; ++t)
+      pos[j * nmax + t] = t < len ? position(s_.layout, s_.N, s_.p, static_cast<int>(j), t) : 0;
+    nsegs += segments(s_.layout, s_.N, s_.p, static_cast<int>(j), j * nmax, segs.data() + nsegs);
+  }
+  Rows all;
+  all.n = np;
+  all.pos = pos;
+  all.segs = segs.data();
+  all.nsegs = nsegs;
+  Geo<T> gl = g_;
+  gl.H = Hp;
+  gl.G = Gp;
+  const uint8_t* kmf = nullptr;
+  if (s_.mask) {
+    uint8_t *ms = m_[0].data(), *mr = m_[1].data(), *mf = m_[2].data();
+    for (size_t b = 0; b < B; ++b) {
+      if (n > 0) std::memcpy(ms + b * nmax, x_.km + b * n, n);
+      if (nmax > n) std::memset(ms + b * nmax + n, 0, nmax - n);
+    }
+    TSR_TRY(allgather(c, ms, B * nmax, mr, TSR_BYTE));
+    for (size_t j = 0; j < p; ++j)
+      for (size_t b = 0; b < B; ++b)
+        if (nmax > 0) std::memcpy(mf + b * np + j * nmax, mr + (j * B + b) * nmax, nmax);
+    kmf = mf;
+  }
+  const size_t qpart = B * Hp * nmax * d, kpart = B * Gp * nmax * d, rpart = B * Hp * nmax;
+  if (!s_.backward) {
+    T *Of = w_[5].data(), *Lf = w_[6].data(), *lf = w_[7].data();
+    for (size_t j = 0; j < p; ++j) {
+      T* part = sb + j * in_per_dest_;
+      pack_part(part, x_.q, B, H, j * Hp, Hp, n, nmax, d);
+      pack_part(part + qpart, x_.k, B, G, j * Gp, Gp, n, nmax, d);
+      pack_part(part + qpart + kpart, x_.v, B, G, j * Gp, Gp, n, nmax, d);
+    }
+    TSR_TRY(alltoall(c, sb, rb, in_per_dest_, s_.type));
+    for (size_t j = 0; j < p; ++j) {
+      const T* part = rb + j * in_per_dest_;
+      unpack_full(Qf, part, B, Hp, np, j, nmax, d);
+      unpack_full(Kf, part + qpart, B, Gp, np, j, nmax, d);
+      unpack_full(Vf, part + qpart + kpart, B, Gp, np, j, nmax, d);
+    }
+    fwd_init(gl, np, Of, Lf, lf);
+    fwd_block(gl, Qf, all, Kf, Vf, all, kmf, Of, Lf, lf, w_[8].data(), Poke());
+    fwd_finish(gl, np, Of, Lf, lf, Lf);
+    for (size_t j = 0; j < p; ++j) {
+      T* part = sb + j * out_per_dest_;
+      pack_back(part, Of, B, Hp, np, j, nmax, d);
+      pack_back(part + qpart, Lf, B, Hp, np, j, nmax, 1);
+    }
+    TSR_TRY(alltoall(c, sb, rb, out_per_dest_, s_.type));
+    for (size_t j = 0; j < p; ++j) {
+      const T* part = rb + j * out_per_dest_;
+      unpack_back(x_.o, part, B, H, j * Hp, Hp, n, nmax, d);
+      unpack_back(x_.lse, part + qpart, B, H, j * Hp, Hp, n, nmax, 1);
+    }
+    return TSR_SUCCESS;
+  }
+  T *dOf = w_[5].data(), *Lf = w_[6].data(), *Df = w_[7].data();
+  T *dQf = w_[8].data(), *dKf = w_[9].data(), *dVf = w_[10].data(), *Dl = w_[11].data();
+  bwd_delta(g_, n, x_.o_in, x_.dout, Dl);
+  for (size_t j = 0; j < p; ++j) {
+    T* part = sb + j * in_per_dest_;
+    pack_part(part, x_.q, B, H, j * Hp, Hp, n, nmax, d);
+    pack_part(part + qpart, x_.k, B, G, j * Gp, Gp, n, nmax, d);
+    pack_part(part + qpart + kpart, x_.v, B, G, j * Gp, Gp, n, nmax, d);
+    pack_part(part + qpart + 2 * kpart, x_.dout, B, H, j * Hp, Hp, n, nmax, d);
+    pack_part(part + 2 * qpart + 2 * kpart, x_.lse_in, B, H, j * Hp, Hp, n, nmax, 1);
+    pack_part(part + 2 * qpart + 2 * kpart + rpart, Dl, B, H, j * Hp, Hp, n, nmax, 1);
+  }
+  TSR_TRY(alltoall(c, sb, rb, in_per_dest_, s_.type));
+  for (size_t j = 0; j < p; ++j) {
+    const T* part = rb + j * in_per_dest_;
+    unpack_full(Qf, part, B, Hp, np, j, nmax, d);
+    unpack_full(Kf, part + qpart, B, Gp, np, j, nmax, d);
+    unpack_full(Vf, part + qpart + kpart, B, Gp, np, j, nmax, d);
+    unpack_full(dOf, part + qpart + 2 * kpart, B, Hp, np, j, nmax, d);
+    unpack_full(Lf, part + 2 * qpart + 2 * kpart, B, Hp, np, j, nmax, 1);
+    unpack_full(Df, part + 2 * qpart + 2 * kpart + rpart, B, Hp, np, j, nmax, 1);
+  }
+  const size_t qf = B * Hp * np * d, kf = B * Gp * np * d;
+  if (qf > 0) std::memset(dQf, 0, qf * sizeof(T));
+  if (kf > 0) {
+    std::memset(dKf, 0, kf * sizeof(T));
+    std::memset(dVf, 0, kf * sizeof(T));
+  }
+  bwd_block(gl, Qf, all, Kf, Vf, all, kmf, dOf, Lf, Df, dQf, dKf, dVf, w_[12].data(), Poke());
+  for (size_t j = 0; j < p; ++j) {
+    T* part = sb + j * out_per_dest_;
+    pack_back(part, dQf, B, Hp, np, j, nmax, d);
+    pack_back(part + qpart, dKf, B, Gp, np, j, nmax, d);
+    pack_back(part + qpart + kpart, dVf, B, Gp, np, j, nmax, d);
+  }
+  TSR_TRY(alltoall(c, sb, rb, out_per_dest_, s_.type));
+  for (size_t j = 0; j < p; ++j) {
+    const T* part = rb + j * out_per_dest_;
+    unpack_back(x_.dq, part, B, H, j * Hp, Hp, n, nmax, d);
+    unpack_back(x_.dk, part + qpart, B, G, j * Gp, Gp, n, nmax, d);
+    unpack_back(x_.dv, part + qpart + kpart, B, G, j * Gp, Gp, n, nmax, d);
+  }
+  return TSR_SUCCESS;
+}
+
+// ------------------------------------------------------------- validation
+// The tensors of one call, by role.
+struct Args {
+  const tsr_attn_config* cfg = nullptr;
+  const tsr_attn_tensor *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr, *out = nullptr, *lse = nullptr;
+  const tsr_attn_tensor *dout = nullptr, *dq = nullptr, *dk = nullptr, *dv = nullptr;
+  bool backward = false;
+  bool dry = false;  // a workspace query: shapes only, no data
+};
+
+tsr_status check_config(const tsr_attn_config* cfg) {
+  if (cfg == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument 'cfg' is NULL");
+  if (cfg->size != sizeof(tsr_attn_config) || cfg->magic != TSR_ATTN_CONFIG_MAGIC)
+    return fail(TSR_ERR_INVALID_ARG, "argument 'cfg' was not initialised with TSR_ATTN_CONFIG_INIT (size %zu, magic "
+                "0x%x)", cfg->size, cfg->magic);
+  if (cfg->variant != TSR_ATTN_RING && cfg->variant != TSR_ATTN_RING_TWO_PASS && cfg->variant != TSR_ATTN_ALLTOALL)
+    return fail(TSR_ERR_INVALID_ARG, "cfg->variant = %d is not a tsr_attn_variant", static_cast<int>(cfg->variant));
+  if (cfg->layout != TSR_ATTN_LAYOUT_CONTIGUOUS && cfg->layout != TSR_ATTN_LAYOUT_ZIGZAG &&
+      cfg->layout != TSR_ATTN_LAYOUT_STRIPED)
+    return fail(TSR_ERR_INVALID_ARG, "cfg->layout = %d is not a tsr_attn_layout", static_cast<int>(cfg->layout));
+  if (cfg->type == TSR_BFLOAT16)
+    return fail(TSR_ERR_UNSUPPORTED, "cfg->type = TSR_BFLOAT16: attention supports TSR_FLOAT32 and TSR_FLOAT64");
+  if (cfg->type != TSR_FLOAT32 && cfg->type != TSR_FLOAT64)
+    return fail(TSR_ERR_INVALID_ARG, "cfg->type = %d: attention needs TSR_FLOAT32 or TSR_FLOAT64",
+                static_cast<int>(cfg->type));
+  if (!std::isfinite(cfg->scale)) return fail(TSR_ERR_INVALID_ARG, "cfg->scale is not finite");
+  if (cfg->seq_len > static_cast<size_t>(INT64_MAX) / 2)
+    return fail(TSR_ERR_INVALID_ARG, "cfg->seq_len = %zu is too large", cfg->seq_len);
+  return TSR_SUCCESS;
+}
+
+tsr_status check_tensor(const tsr_attn_tensor* t, const char* name, size_t batch, size_t heads, size_t seq, size_t dim,
+                        const char* heads_what, const char* dim_what, bool need_data = true) {
+  if (t == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL", name);
+  if (t->batch != batch) return fail(TSR_ERR_SHAPE, "%s.batch = %zu; expected %zu (q.batch)", name, t->batch, batch);
+  if (t->heads != heads) return fail(TSR_ERR_SHAPE, "%s.heads = %zu; expected %zu (%s)", name, t->heads, heads, heads_what);
+  if (t->seq != seq) return fail(TSR_ERR_SHAPE, "%s.seq = %zu; expected %zu (q.seq)", name, t->seq, seq);
+  if (t->dim != dim) return fail(TSR_ERR_SHAPE, "%s.dim = %zu; expected %zu (%s)", name, t->dim, dim, dim_what);
+  size_t elems = 0;
+  if (!mul(&elems, {batch, heads, seq, dim})) return fail(TSR_ERR_SHAPE, "%s: the element count overflows", name);
+  if (need_data && elems > 0 && t->data == nullptr) return fail(TSR_ERR_INVALID_ARG, "%s.data is NULL", name);
+  return TSR_SUCCESS;
+}
+
+size_t bytes_of(const tsr_attn_tensor* t, size_t esize) {
+  return t == nullptr || t->data == nullptr ? 0 : t->batch * t->heads * t->seq * t->dim * esize;
+}
+bool overlap(const tsr_attn_tensor* a, size_t ea, const tsr_attn_tensor* b, size_t eb) {
+  const size_t na = bytes_of(a, ea), nb = bytes_of(b, eb);
+  if (na == 0 || nb == 0) return false;
+  const char* x = static_cast<const char*>(a->data);
+  const char* y = static_cast<const char*>(b->data);
+  return x < y + nb && y < x + na;
+}
+
+// Local checks of a call on ring rank r of p. Fills s.
+tsr_status check_call(const Args& a, int p, int r, Shape* s) {
+  TSR_TRY(check_config(a.cfg));
+  const tsr_attn_config& c = *a.cfg;
+  s->variant = c.variant;
+  s->layout = c.layout;
+  s->causal = c.causal != 0;
+  s->type = c.type;
+  s->backward = a.backward;
+  s->p = p;
+  s->r = r;
+  s->N = c.seq_len;
+  fill_lens(*s);
+  if (a.q == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument 'q' is NULL");
+  s->B = a.q->batch;
+  s->H = a.q->heads;
+  s->d = a.q->dim;
+  if (s->H == 0) return fail(TSR_ERR_SHAPE, "q.heads = 0; expected >= 1");
+  if (s->d == 0) return fail(TSR_ERR_SHAPE, "q.dim = 0 (head_dim); expected >= 1");
+  if (a.q->seq != s->n)
+    return fail(TSR_ERR_SHAPE, "q.seq = %zu, but layout %s of seq_len %zu over %d ranks gives rank %d %zu tokens "
+                "(inconsistent shard)", a.q->seq, layout_name(s->layout), s->N, p, r, s->n);
+  s->scale = c.scale == 0.0 ? 1.0 / std::sqrt(static_cast<double>(s->d)) : c.scale;
+  TSR_TRY(check_tensor(a.q, "q", s->B, s->H, s->n, s->d, "q.heads", "q.dim", !a.dry));
+  if (a.k == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument 'k' is NULL");
+  s->G = a.k->heads;
+  if (s->G == 0 || s->H % s->G != 0)
+    return fail(TSR_ERR_SHAPE, "k.heads = %zu (kv heads) must divide q.heads = %zu", s->G, s->H);
+  if (a.k->dim != s->d)
+    return fail(TSR_ERR_SHAPE, "k.dim = %zu differs from q.dim = %zu (head_dim)", a.k->dim, s->d);
+  if (a.k->seq != s->n)
+    return fail(TSR_ERR_SHAPE, "k.seq = %zu differs from q.seq = %zu (the rank's shard)", a.k->seq, s->n);
+  TSR_TRY(check_tensor(a.k, "k", s->B, s->G, s->n, s->d, "k.heads", "q.dim", !a.dry));
+  TSR_TRY(check_tensor(a.v, "v", s->B, s->G, s->n, s->d, "k.heads", "q.dim (head_dim of v must equal that of q, k)", !a.dry));
+  s->mask = a.mask != nullptr;
+  if (s->mask) {
+    if (a.mask->seq != s->n)
+      return fail(TSR_ERR_SHAPE, "key_mask.seq = %zu, but layout %s of seq_len %zu over %d ranks gives rank %d %zu "
+                  "tokens: the mask does not match the layout", a.mask->seq, layout_name(s->layout), s->N, p, r, s->n);
+    TSR_TRY(check_tensor(a.mask, "key_mask", s->B, 1, s->n, 1, "1", "1", !a.dry));
+  }
+  const size_t e = tsr_dtype_size(s->type);
+  if (!a.backward) {
+    TSR_TRY(check_tensor(a.out, "out", s->B, s->H, s->n, s->d, "q.heads", "q.dim", !a.dry));
+    TSR_TRY(check_tensor(a.lse, "lse", s->B, s->H, s->n, 1, "q.heads", "1", !a.dry));
+    const tsr_attn_tensor* ins[] = {a.q, a.k, a.v};
+    const char* in_names[] = {"q", "k", "v"};
+    for (int i = 0; i < 3; ++i) {
+      if (overlap(a.out, e, ins[i], e)) return fail(TSR_ERR_INVALID_ARG, "out overlaps %s (not in place)", in_names[i]);
+      if (overlap(a.lse, e, ins[i], e)) return fail(TSR_ERR_INVALID_ARG, "lse overlaps %s", in_names[i]);
+    }
+    if (overlap(a.out, e, a.lse, e)) return fail(TSR_ERR_INVALID_ARG, "out and lse overlap");
+    if (s->mask && (overlap(a.out, e, a.mask, 1) || overlap(a.lse, e, a.mask, 1)))
+      return fail(TSR_ERR_INVALID_ARG, "out or lse overlaps key_mask");
+  } else {
+    TSR_TRY(check_tensor(a.out, "out", s->B, s->H, s->n, s->d, "q.heads", "q.dim", !a.dry));
+    TSR_TRY(check_tensor(a.lse, "lse", s->B, s->H, s->n, 1, "q.heads", "1", !a.dry));
+    TSR_TRY(check_tensor(a.dout, "dout", s->B, s->H, s->n, s->d, "q.heads", "q.dim", !a.dry));
+    TSR_TRY(check_tensor(a.dq, "dq", s->B, s->H, s->n, s->d, "q.heads", "q.dim", !a.dry));
+    TSR_TRY(check_tensor(a.dk, "dk", s->B, s->G, s->n, s->d, "k.heads", "q.dim", !a.dry));
+    TSR_TRY(check_tensor(a.dv, "dv", s->B, s->G, s->n, s->d, "k.heads", "q.dim", !a.dry));
+    const tsr_attn_tensor* ins[] = {a.q, a.k, a.v, a.out, a.lse, a.dout};
+    const char* in_names[] = {"q", "k", "v", "out", "lse", "dout"};
+    const tsr_attn_tensor* outs[] = {a.dq, a.dk, a.dv};
+    const char* out_names[] = {"dq", "dk", "dv"};
+    for (int o = 0; o < 3; ++o) {
+      for (int i = 0; i < 6; ++i)
+        if (overlap(outs[o], e, ins[i], e))
+          return fail(TSR_ERR_INVALID_ARG, "%s overlaps %s (not in place)", out_names[o], in_names[i]);
+      for (int i = o + 1; i < 3; ++i)
+        if (overlap(outs[o], e, outs[i], e))
+          return fail(TSR_ERR_INVALID_ARG, "%s and %s overlap", out_names[o], out_names[i]);
+      if (s->mask && overlap(outs[o], e, a.mask, 1))
+        return fail(TSR_ERR_INVALID_ARG, "%s overlaps key_mask", out_names[o]);
+    }
+  }
+  if (s->variant == TSR_ATTN_ALLTOALL && (s->H % static_cast<size_t>(p) != 0 || s->G % static_cast<size_t>(p) != 0))
+    return fail(TSR_ERR_SHAPE, "the all-to-all variant scatters heads: the ring size %d must divide heads = %zu and "
+                "kv_heads = %zu", p, s->H, s->G);
+  size_t chk = 0;
+  if (!mul(&chk, {s->B, s->H + 2 * s->G, s->nmax, s->d, static_cast<size_t>(p), 8}))
+    return fail(TSR_ERR_UNSUPPORTED, "the tensors are too large (sizes overflow)");
+  return TSR_SUCCESS;
+}
+
+uint64_t digest(const Shape& s, bool backward) {
+  uint64_t h = 1469598103934665603ull;
+  double sc = s.scale;
+  uint64_t sbits = 0;
+  std::memcpy(&sbits, &sc, sizeof sbits);
+  const uint64_t xs[] = {0xa77e, backward, static_cast<uint64_t>(s.variant), static_cast<uint64_t>(s.layout), s.causal,
+                         s.N, sbits, static_cast<uint64_t>(s.type), s.B, s.H, s.G, s.d, s.mask};
+  for (uint64_t x : xs)
+    for (int b = 0; b < 8; ++b) {
+      h ^= (x >> (8 * b)) & 0xffu;
+      h *= 1099511628211ull;
+    }
+  return h;
+}
+
+template <class T>
+Data<T> data_of(const Args& a) {
+  Data<T> x;
+  x.q = static_cast<const T*>(a.q->data);
+  x.k = static_cast<const T*>(a.k->data);
+  x.v = static_cast<const T*>(a.v->data);
+  x.km = a.mask ? static_cast<const uint8_t*>(a.mask->data) : nullptr;
+  if (!a.backward) {
+    x.o = static_cast<T*>(a.out->data);
+    x.lse = static_cast<T*>(a.lse->data);
+  } else {
+    x.o_in = static_cast<const T*>(a.out->data);
+    x.lse_in = static_cast<const T*>(a.lse->data);
+    x.dout = static_cast<const T*>(a.dout->data);
+    x.dq = static_cast<T*>(a.dq->data);
+    x.dk = static_cast<T*>(a.dk->data);
+    x.dv = static_cast<T*>(a.dv->data);
+  }
+  return x;
+}
+
+template <class T>
+tsr_status execute(tsr_ring ring, const Args& a) {
+  const Comm& c = *ring->comm;
+  Shape s;
+  std::unique_ptr<Call<T>> call;
+  tsr_status local = check_call(a, c.size(), c.rank(), &s);
+  if (local == TSR_SUCCESS) {  // size the ring's workspace arena with a dry run, then take the buffers from it
+    Tracker dry;
+    dry.dry = true;
+    Call<T> plan(s, Data<T>(), dry);
+    local = plan.prepare();
+    if (local == TSR_SUCCESS) local = ring->mem.reserve(dry.dry_arena_peak);
+  }
+  if (local == TSR_SUCCESS) {
+    call.reset(new (std::nothrow) Call<T>(s, data_of<T>(a), ring->mem));
+    local = call ? call->prepare() : fail(TSR_ERR_NO_MEMORY, "allocating an attention call");
+  }
+  const uint64_t same = digest(s, a.backward);
+  TSR_TRY(agree(c, local, &same));
+  return call->run(*ring);
+}
+
+tsr_status dispatch(tsr_ring ring, const Args& a) {
+  TSR_TRY(check_ring(ring));
+  if (ring->running)
+    return fail(TSR_ERR_STATE, "attention called from inside a ring exchange step of the same ring");
+  // The type decides the instantiation; an invalid config is reported by
+  // check_call (through either instantiation) on every rank.
+  const bool f64 = a.cfg != nullptr && a.cfg->type == TSR_FLOAT64;
+  return f64 ? execute<double>(ring, a) : execute<float>(ring, a);
+}
+
+}  // namespace
+}  // namespace attn
+}  // namespace tsr
+
+using tsr::finish;
+
+namespace {
+tsr_context ctx_of(tsr_ring r) { return r != nullptr && r->magic == tsr_ring_s::kMagic ? r->ctx : nullptr; }
+}  // namespace
+
+extern "C" {
+
+tsr_status tsr_attn_forward(tsr_ring ring, const tsr_attn_config* cfg, const tsr_attn_tensor* q,
+                            const tsr_attn_tensor* k, const tsr_attn_tensor* v, const tsr_attn_tensor* key_mask,
+                            const tsr_attn_tensor* out, const tsr_attn_tensor* lse) {
+  tsr::attn::Args a;
+  a.cfg = cfg, a.q = q, a.k = k, a.v = v, a.mask = key_mask, a.out = out, a.lse = lse;
+  return finish(ctx_of(ring), "tsr_attn_forward", tsr::attn::dispatch(ring, a));
+}
+
+tsr_status tsr_attn_backward(tsr_ring ring, const tsr_attn_config* cfg, const tsr_attn_tensor* q,
+                             const tsr_attn_tensor* k, const tsr_attn_tensor* v, const tsr_attn_tensor* key_mask,
+                             const tsr_attn_tensor* out, const tsr_attn_tensor* lse, const tsr_attn_tensor* dout,
+                             const tsr_attn_tensor* dq, const tsr_attn_tensor* dk, const tsr_attn_tensor* dv) {
+  tsr::attn::Args a;
+  a.cfg = cfg, a.q = q, a.k = k, a.v = v, a.mask = key_mask, a.out = out, a.lse = lse;
+  a.dout = dout, a.dq = dq, a.dk = dk, a.dv = dv, a.backward = true;
+  return finish(ctx_of(ring), "tsr_attn_backward", tsr::attn::dispatch(ring, a));
+}
+
+tsr_status tsr_attn_workspace(const tsr_attn_config* cfg, int nranks, int rank, size_t batch, size_t heads,
+                              size_t kv_heads, size_t dim, int has_key_mask, int backward, size_t* bytes) {
+  tsr_status st = [&]() -> tsr_status {
+    TSR_CHECK_NOT_NULL(bytes);
+    if (nranks < 1) return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'nranks' = %d; expected >= 1", nranks);
+    if (rank < 0 || rank >= nranks)
+      return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'rank' = %d; expected 0 <= rank < nranks = %d", rank, nranks);
+    TSR_TRY(tsr::attn::check_config(cfg));
+    // Describe the call with placeholder (never read) data pointers.
+    const size_t n = tsr::attn::shard_len(cfg->layout, cfg->seq_len, nranks, rank);
+    tsr_attn_tensor q{nullptr, batch, heads, n, dim}, kv{nullptr, batch, kv_heads, n, dim};
+    tsr_attn_tensor ls{nullptr, batch, heads, n, 1}, mk{nullptr, batch, 1, n, 1};
+    tsr::attn::Args a;
+    a.dry = true;
+    a.cfg = cfg, a.q = &q, a.k = &kv, a.v = &kv, a.mask = has_key_mask ? &mk : nullptr, a.out = &q, a.lse = &ls;
+    a.dout = &q, a.dq = &q, a.dk = &kv, a.dv = &kv, a.backward = backward != 0;
+    tsr::attn::Shape s;
+    TSR_TRY(tsr::attn::check_call(a, nranks, rank, &s));
+    tsr::Tracker dry;
+    dry.dry = true;
+    if (s.type == TSR_FLOAT64) {
+      tsr::attn::Call<double> call(s, tsr::attn::Data<double>(), dry);
+      TSR_TRY(call.prepare());
+    } else {
+      tsr::attn::Call<float> call(s, tsr::attn::Data<float>(), dry);
+      TSR_TRY(call.prepare());
+    }
+    *bytes = dry.peak;
+    return TSR_SUCCESS;
+  }();
+  return finish(nullptr, "tsr_attn_workspace", st);
+}
+
+tsr_status tsr_attn_merge(tsr_dtype type, size_t rows, size_t dim, void* o_a, void* lse_a, const void* o_b,
+                          const void* lse_b) {
+  tsr_status st = [&]() -> tsr_status {
+    if (type != TSR_FLOAT32 && type != TSR_FLOAT64)
+      return tsr::fail(type == TSR_BFLOAT16 ? TSR_ERR_UNSUPPORTED : TSR_ERR_INVALID_ARG,
+                       "argument 'type' = %d: the merge needs TSR_FLOAT32 or TSR_FLOAT64", static_cast<int>(type));
+    if (rows > 0) {
+      TSR_CHECK_NOT_NULL(lse_a);
+      TSR_CHECK_NOT_NULL(lse_b);
+      if (dim > 0) {
+        TSR_CHECK_NOT_NULL(o_a);
+        TSR_CHECK_NOT_NULL(o_b);
+      }
+    }
+    if (type == TSR_FLOAT64)
+      tsr::attn::merge(rows, dim, static_cast<double*>(o_a), static_cast<double*>(lse_a),
+                       static_cast<const double*>(o_b), static_cast<const double*>(lse_b));
+    else
+      tsr::attn::merge(rows, dim, static_cast<float*>(o_a), static_cast<float*>(lse_a), static_cast<const float*>(o_b),
+                       static_cast<const float*>(lse_b));
+    return TSR_SUCCESS;
+  }();
+  return finish(nullptr, "tsr_attn_merge", st);
+}
+
+}  // extern "C"
