@@ -334,4 +334,6 @@ TSR_API tsr_status tsr_report_format(tsr_report report, char* buf, size_t len, s
 }
 #endif
 
+#include "tessera/gemm.h" /* distributed matrix multiplication */
+
 #endif /* TESSERA_H */

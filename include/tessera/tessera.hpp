@@ -316,4 +316,6 @@ class report {
 
 }  // namespace tessera
 
+#include "tessera/gemm.hpp"  // distributed matrix multiplication
+
 #endif  // TESSERA_HPP

@@ -1,0 +1,408 @@
+// The GEMM engines: three-phase (1D and 3D: all-gather, local GEMM,
+// reduce-scatter) and SUMMA (2D and 2.5D: broadcast panels, double-buffered,
+// reduce along the depth). Every byte moves through the transport; local
+// GEMMs through CBLAS. The traffic is exactly gemm_core's schedule().
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include "core.hpp"
+#include "gemm_internal.hpp"
+#include "transport.hpp"
+
+namespace tsr {
+namespace gemm {
+namespace {
+
+// ------------------------------------------------------------ local kernels
+void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+
+// C = beta C (beta = 0: C = 0 without reading it).
+template <class T>
+void scale(T* c, int64_t ldc, int64_t rows, int64_t cols, T beta) {
+  if (beta == T(1)) return;
+  for (int64_t j = 0; j < cols; ++j) {
+    T* col = c + j * ldc;
+    if (beta == T(0))
+      std::fill(col, col + rows, T(0));
+    else
+      for (int64_t i = 0; i < rows; ++i) col[i] *= beta;
+  }
+}
+
+// C = beta C + R (beta = 0: C = R).
+template <class T>
+void axpby(T* c, int64_t ldc, int64_t rows, int64_t cols, T beta, const T* r, int64_t ldr) {
+  for (int64_t j = 0; j < cols; ++j) {
+    T* cc = c + j * ldc;
+    const T* rr = r + j * ldr;
+    if (beta == T(0))
+      std::memcpy(cc, rr, static_cast<size_t>(rows) * sizeof(T));
+    else
+      for (int64_t i = 0; i < rows; ++i) cc[i] = beta * cc[i] + rr[i];
+  }
+}
+
+template <class T>
+void copy_tight(const T* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
+  for (int64_t j = 0; j < cols; ++j) std::memcpy(dst + j * rows, src + j * ld, static_cast<size_t>(rows) * sizeof(T));
+}
+
+// C (m x n) = alpha op(A) op(B) + beta C, or C = beta C when k = 0.
+template <class T>
+void local_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+                int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    scale(c, ldc, m, n, beta);
+    return;
+  }
+  blas(ta, tb, m, n, k, alpha, a, std::max<int64_t>(1, lda), b, std::max<int64_t>(1, ldb), beta, c,
+       std::max<int64_t>(1, ldc));
+}
+
+const Comm& axis(tsr_grid g, int dim) {
+  static const tsr_grid_axis kAxis[3] = {TSR_AXIS_COL, TSR_AXIS_ROW, TSR_AXIS_DEPTH};
+  return *g->comms[kAxis[dim]];
+}
+
+Range role_range(int64_t n, const Dims& dims, int role, const Dims& c) {
+  return role >= 0 ? balanced(n, dims[static_cast<size_t>(role)], c[static_cast<size_t>(role)]) : Range{0, n};
+}
+
+template <class T>
+struct dtype_of;
+template <>
+struct dtype_of<float> {
+  static constexpr tsr_dtype value = TSR_FLOAT32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr tsr_dtype value = TSR_FLOAT64;
+};
+
+// A stored operand as the local GEMMs see it: a column-major block with
+// leading dimension ld whose element (0, 0) is global (r0, c0).
+template <class T>
+struct Block {
+  const T* p = nullptr;
+  int64_t ld = 1, r0 = 0, c0 = 0;
+  std::vector<T> store;  // when gathered
+  const T* at(int64_t r, int64_t c) const { return p + (r - r0) + (c - c0) * ld; }
+};
+
+// The operand's block after an all-gather along grid dimension g (if its
+// layout splits along g), else its local block.
+template <class T>
+tsr_status operand(tsr_grid grid, const Dist& d, int64_t srows, int64_t scols, const void* buf, int g, Block<T>* out) {
+  const Dims& co = d.coords;
+  const Range lr = share(d.lay.rows, srows, co), lc = share(d.lay.cols, scols, co);
+  if (g < 0 || !d.lay.uses(g)) {
+    out->p = static_cast<const T*>(buf);
+    out->ld = d.ld;
+    out->r0 = lr.off;
+    out->c0 = lc.off;
+    return TSR_SUCCESS;
+  }
+  const int parts = d.dims[static_cast<size_t>(g)];
+  std::vector<size_t> counts(static_cast<size_t>(parts)), displs(static_cast<size_t>(parts));
+  std::vector<int64_t> prow(static_cast<size_t>(parts));
+  size_t sum = 0;
+  Dims x = co;
+  for (int z = 0; z < parts; ++z) {
+    x[static_cast<size_t>(g)] = z;
+    const Range r = share(d.lay.rows, srows, x), c = share(d.lay.cols, scols, x);
+    counts[static_cast<size_t>(z)] = static_cast<size_t>(r.len * c.len);
+    displs[static_cast<size_t>(z)] = sum;
+    prow[static_cast<size_t>(z)] = r.len;
+    sum += counts[static_cast<size_t>(z)];
+  }
+  const Range gr = share(d.lay.rows, srows, co, g), gc = share(d.lay.cols, scols, co, g);
+  out->r0 = gr.off;
+  out->c0 = gc.off;
+  out->ld = std::max<int64_t>(1, gr.len);
+  if (sum == 0) return TSR_SUCCESS;
+  if (sum > static_cast<size_t>(INT_MAX))
+    return fail(TSR_ERR_UNSUPPORTED, "a gathered block of %zu elements exceeds INT_MAX", sum);
+  std::vector<T> tight;
+  const T* send = static_cast<const T*>(buf);
+  if (lr.len * lc.len > 0 && d.ld != lr.len) {
+    tight.resize(static_cast<size_t>(lr.len * lc.len));
+    copy_tight(send, d.ld, lr.len, lc.len, tight.data());
+    send = tight.data();
+  }
+  std::vector<T> recv(sum);
+  TSR_TRY(allgatherv(axis(grid, g), send, static_cast<size_t>(lr.len * lc.len), recv.data(), counts.data(),
+                     displs.data(), dtype_of<T>::value));
+  if (d.lay.cols.has(g)) {
+    out->store = std::move(recv);  // column pieces in order: already the tight block
+  } else {
+    // Row pieces: interleave them into one tight block.
+    out->store.resize(sum);
+    int64_t roff = 0;
+    for (int z = 0; z < parts; ++z) {
+      const int64_t rz = prow[static_cast<size_t>(z)];
+      const T* src = recv.data() + displs[static_cast<size_t>(z)];
+      for (int64_t j = 0; j < gc.len; ++j)
+        std::memcpy(out->store.data() + j * gr.len + roff, src + j * rz, static_cast<size_t>(rz) * sizeof(T));
+      roff += rz;
+    }
+  }
+  out->p = out->store.data();
+  return TSR_SUCCESS;
+}
+
+// C's local block = beta C + (the sum over grid dimension kd of the partial
+// products W, m_i x n_j, tight): reduce-scatter if C is split along kd,
+// all-reduce if C holds copies along it.
+template <class T>
+tsr_status reduce_c(const Call& x, int kd, std::vector<T>& w, const Range& mr, const Range& nr) {
+  const Dist& C = *x.c;
+  const Dims& co = C.coords;
+  T* c = static_cast<T*>(x.cbuf);
+  const T beta = static_cast<T>(x.beta);
+  const Comm& comm = axis(x.grid, kd);
+  if (!C.lay.uses(kd)) {
+    if (w.empty()) return TSR_SUCCESS;
+    TSR_TRY(allreduce(comm, w.data(), w.data(), w.size(), dtype_of<T>::value, TSR_SUM));
+    axpby(c, C.ld, mr.len, nr.len, beta, w.data(), std::max<int64_t>(1, mr.len));
+    return TSR_SUCCESS;
+  }
+  const int parts = C.dims[static_cast<size_t>(kd)];
+  std::vector<size_t> counts(static_cast<size_t>(parts));
+  std::vector<Range> rows(static_cast<size_t>(parts));
+  size_t sum = 0;
+  Dims y = co;
+  for (int z = 0; z < parts; ++z) {
+    y[static_cast<size_t>(kd)] = z;
+    const Range r = share(C.lay.rows, x.shape.m, y), cc = share(C.lay.cols, x.shape.n, y);
+    rows[static_cast<size_t>(z)] = r;
+    counts[static_cast<size_t>(z)] = static_cast<size_t>(r.len * cc.len);
+    sum += counts[static_cast<size_t>(z)];
+  }
+  if (sum == 0) return TSR_SUCCESS;
+  const T* send = w.data();
+  std::vector<T> packed;
+  if (C.lay.rows.has(kd)) {
+    // Row chunks: pack W chunk by chunk.
+    packed.resize(w.size());
+    size_t off = 0;
+    for (int z = 0; z < parts; ++z) {
+      const Range r = rows[static_cast<size_t>(z)];
+      copy_tight(w.data() + (r.off - mr.off), std::max<int64_t>(1, mr.len), r.len, nr.len, packed.data() + off);
+      off += static_cast<size_t>(r.len * nr.len);
+    }
+    send = packed.data();
+  }
+  const size_t mine = counts[static_cast<size_t>(co[static_cast<size_t>(kd)])];
+  if (beta == T(0) && C.ld == std::max<int64_t>(1, C.rows)) {
+    return reduce_scatterv(comm, send, c, counts.data(), dtype_of<T>::value, TSR_SUM);
+  }
+  std::vector<T> r(mine);
+  TSR_TRY(reduce_scatterv(comm, send, r.data(), counts.data(), dtype_of<T>::value, TSR_SUM));
+  axpby(c, C.ld, C.rows, C.cols, beta, r.data(), std::max<int64_t>(1, C.rows));
+  return TSR_SUCCESS;
+}
+
+template <class T>
+tsr_status three_phase(const Call& x) {
+  const Shape& s = x.shape;
+  const Roles& r = x.roles;
+  const Dist &A = *x.a, &B = *x.b, &C = *x.c;
+  const Dims& co = C.coords;
+  const Dims& dims = C.dims;
+  const Range mr = role_range(s.m, dims, r.m, co), nr = role_range(s.n, dims, r.n, co),
+              kr = role_range(s.k, dims, r.k, co);
+  Block<T> a, b;
+  TSR_TRY(operand<T>(x.grid, A, s.ta ? s.k : s.m, s.ta ? s.m : s.k, x.abuf, r.n, &a));
+  TSR_TRY(operand<T>(x.grid, B, s.tb ? s.n : s.k, s.tb ? s.k : s.n, x.bbuf, r.m, &b));
+  const T alpha = static_cast<T>(x.alpha), beta = static_cast<T>(x.beta);
+  const bool work = mr.len > 0 && nr.len > 0 && kr.len > 0;
+  const T* pa = work ? (s.ta ? a.at(kr.off, mr.off) : a.at(mr.off, kr.off)) : nullptr;
+  const T* pb = work ? (s.tb ? b.at(nr.off, kr.off) : b.at(kr.off, nr.off)) : nullptr;
+  if (r.k < 0) {
+    local_gemm(s.ta, s.tb, mr.len, nr.len, kr.len, alpha, pa, a.ld, pb, b.ld, beta, static_cast<T*>(x.cbuf), C.ld);
+    return TSR_SUCCESS;
+  }
+  std::vector<T> w(static_cast<size_t>(mr.len * nr.len));
+  local_gemm(s.ta, s.tb, mr.len, nr.len, kr.len, alpha, pa, a.ld, pb, b.ld, T(0), w.data(),
+             std::max<int64_t>(1, mr.len));
+  return reduce_c<T>(x, r.k, w, mr, nr);
+}
+
+// One SUMMA panel in flight: op(A)'s m_i x w and op(B)'s w x n_j pieces.
+template <class T>
+struct Slot {
+  std::vector<T> abuf, bbuf;
+  const T* a = nullptr;
+  const T* b = nullptr;
+  int64_t lda = 1, ldb = 1;
+  Request ra, rb;
+};
+
+template <class T>
+tsr_status summa(const Call& x) {
+  const Shape& s = x.shape;
+  const Roles& r = x.roles;
+  const Dist &A = *x.a, &B = *x.b, &C = *x.c;
+  const Dims& co = C.coords;
+  const Dims& dims = C.dims;
+  const int d = r.k;
+  const int pm = r.m >= 0 ? dims[static_cast<size_t>(r.m)] : 1, pn = r.n >= 0 ? dims[static_cast<size_t>(r.n)] : 1;
+  const int pd = d >= 0 ? dims[static_cast<size_t>(d)] : 1, layer = d >= 0 ? co[static_cast<size_t>(d)] : 0;
+  const Range mr = role_range(s.m, dims, r.m, co), nr = role_range(s.n, dims, r.n, co);
+  const tsr_dtype type = dtype_of<T>::value;
+
+  // Replicate A and B along the depth (if they are split along it).
+  Block<T> a, b;
+  TSR_TRY(operand<T>(x.grid, A, s.ta ? s.k : s.m, s.ta ? s.m : s.k, x.abuf, d, &a));
+  TSR_TRY(operand<T>(x.grid, B, s.tb ? s.n : s.k, s.tb ? s.k : s.n, x.bbuf, d, &b));
+
+  const std::vector<Panel> all = panels(s.k, pm, pn, x.panel);
+  const Range mine = layer_panels(all.size(), pd, layer);
+  int64_t wmax = 0;
+  for (int64_t t = mine.off; t < mine.end(); ++t) wmax = std::max(wmax, all[static_cast<size_t>(t)].w);
+
+  // Where the products go: C itself, or W when the layers' sums meet later.
+  const T alpha = static_cast<T>(x.alpha), beta = static_cast<T>(x.beta);
+  std::vector<T> w;
+  T* tgt = static_cast<T*>(x.cbuf);
+  int64_t ldt = C.ld;
+  T tbeta = beta;
+  if (d >= 0) {
+    w.resize(static_cast<size_t>(mr.len * nr.len));
+    tgt = w.data();
+    ldt = std::max<int64_t>(1, mr.len);
+    tbeta = T(0);
+  }
+
+  Slot<T> slot[2];
+  for (Slot<T>& sl : slot) {
+    sl.abuf.resize(static_cast<size_t>(mr.len * wmax));
+    sl.bbuf.resize(static_cast<size_t>(wmax * nr.len));
+  }
+  const Comm* arow = r.n >= 0 ? &axis(x.grid, r.n) : nullptr;  // A's panels travel along n's dimension
+  const Comm* bcol = r.m >= 0 ? &axis(x.grid, r.m) : nullptr;  // B's along m's
+
+  auto post = [&](int64_t t, Slot<T>& sl, bool nonblocking) -> tsr_status {
+    const Panel& p = all[static_cast<size_t>(t)];
+    // op(A) panel: rows mr, k-columns [k0, k0 + w).
+    {
+      const bool root = r.n < 0 || co[static_cast<size_t>(r.n)] == p.a_root;
+      const int64_t rows = s.ta ? p.w : mr.len, cols = s.ta ? mr.len : p.w;  // stored orientation
+      if (root) {
+        const T* src = mr.len > 0 ? (s.ta ? a.at(p.k0, mr.off) : a.at(mr.off, p.k0)) : nullptr;
+        const bool contiguous = a.ld == rows || cols <= 1;
+        if (r.n < 0 || contiguous) {
+          sl.a = src;
+          sl.lda = a.ld;
+        } else {
+          copy_tight(src, a.ld, rows, cols, sl.abuf.data());
+          sl.a = sl.abuf.data();
+          sl.lda = std::max<int64_t>(1, rows);
+        }
+      } else {
+        sl.a = sl.abuf.data();
+        sl.lda = std::max<int64_t>(1, rows);
+      }
+      const size_t count = static_cast<size_t>(rows * cols);
+      if (arow && count > 0)
+        TSR_TRY(bcast(*arow, const_cast<T*>(sl.a), count, type, p.a_root, nonblocking ? &sl.ra : nullptr));
+    }
+    // op(B) panel: k-rows [k0, k0 + w), columns nr.
+    {
+      const bool root = r.m < 0 || co[static_cast<size_t>(r.m)] == p.b_root;
+      const int64_t rows = s.tb ? nr.len : p.w, cols = s.tb ? p.w : nr.len;
+      if (root) {
+        const T* src = nr.len > 0 ? (s.tb ? b.at(nr.off, p.k0) : b.at(p.k0, nr.off)) : nullptr;
+        const bool contiguous = b.ld == rows || cols <= 1;
+        if (r.m < 0 || contiguous) {
+          sl.b = src;
+          sl.ldb = b.ld;
+        } else {
+          copy_tight(src, b.ld, rows, cols, sl.bbuf.data());
+          sl.b = sl.bbuf.data();
+          sl.ldb = std::max<int64_t>(1, rows);
+        }
+      } else {
+        sl.b = sl.bbuf.data();
+        sl.ldb = std::max<int64_t>(1, rows);
+      }
+      const size_t count = static_cast<size_t>(rows * cols);
+      if (bcol && count > 0)
+        TSR_TRY(bcast(*bcol, const_cast<T*>(sl.b), count, type, p.b_root, nonblocking ? &sl.rb : nullptr));
+    }
+    return TSR_SUCCESS;
+  };
+  auto finish_slot = [&](Slot<T>& sl) -> tsr_status {
+    if (sl.ra.active()) TSR_TRY(wait(*arow, &sl.ra));
+    if (sl.rb.active()) TSR_TRY(wait(*bcol, &sl.rb));
+    return TSR_SUCCESS;
+  };
+  // Progress the next panel's broadcasts between column chunks of this GEMM
+  // (MPI progresses nonblocking collectives only inside MPI calls).
+  auto poke = [&](Slot<T>& sl) {
+    int done = 0;
+    if (sl.ra.active()) (void)test(*arow, &sl.ra, &done);
+    if (sl.rb.active()) (void)test(*bcol, &sl.rb, &done);
+  };
+
+  bool first = true;
+  tsr_status st = TSR_SUCCESS;
+  if (mine.len > 0) st = post(mine.off, slot[0], x.overlap);
+  for (int64_t t = mine.off; t < mine.end() && st == TSR_SUCCESS; ++t) {
+    Slot<T>& cur = slot[(t - mine.off) % 2];
+    Slot<T>& nxt = slot[(t - mine.off + 1) % 2];
+    st = finish_slot(cur);
+    if (st != TSR_SUCCESS) break;
+    const bool more = t + 1 < mine.end();
+    if (more && x.overlap) {
+      st = post(t + 1, nxt, true);
+      if (st != TSR_SUCCESS) break;
+    }
+    const Panel& p = all[static_cast<size_t>(t)];
+    const T bt = first ? tbeta : T(1);
+    const bool pending = more && x.overlap;
+    const int64_t chunks = pending ? std::max<int64_t>(1, std::min<int64_t>(8, nr.len / 256)) : 1;
+    for (int64_t q = 0; q < chunks; ++q) {
+      const Range cc = balanced(nr.len, chunks, q);
+      const T* pb = cur.b ? (s.tb ? cur.b + cc.off : cur.b + cc.off * cur.ldb) : nullptr;
+      local_gemm(s.ta, s.tb, mr.len, cc.len, p.w, alpha, cur.a, cur.lda, pb, cur.ldb, bt, tgt + cc.off * ldt, ldt);
+      if (pending) poke(nxt);
+    }
+    first = false;
+    if (more && !x.overlap) st = post(t + 1, nxt, false);
+  }
+  if (st != TSR_SUCCESS) {
+    for (Slot<T>& sl : slot) (void)finish_slot(sl);
+    return st;
+  }
+  if (first) scale(tgt, ldt, mr.len, nr.len, tbeta);
+  if (d >= 0) return reduce_c<T>(x, d, w, mr, nr);
+  return TSR_SUCCESS;
+}
+
+}  // namespace
+
+tsr_status execute(const Call& x) {
+  const bool dbl = x.c->type == TSR_FLOAT64;
+  if (engine_of(x.algo) == Engine::three_phase) return dbl ? three_phase<double>(x) : three_phase<float>(x);
+  return dbl ? summa<double>(x) : summa<float>(x);
+}
+
+}  // namespace gemm
+}  // namespace tsr
