@@ -80,12 +80,21 @@ if(NOT TSR_WITH_SCALAPACK STREQUAL "OFF")
   endif()
 endif()
 
-# ---- COSMA (benchmark comparison only), when installed: find_package(cosma).
+# ---- COSMA (benchmark comparison only), when installed: find_package(cosma)
+# (point CMAKE_PREFIX_PATH at it; it must be built for the same MPI). A COSMA
+# built with COSMA_SCALAPACK=CUSTOM (and its COSTA) looks for a library named
+# "scalapack": hand them the one found above.
 set(TSR_HAVE_COSMA 0)
 if(TSR_BUILD_BENCHMARKS)
+  foreach(_tsr_v COSMA_SCALAPACK_LINK_LIBRARIES COSTA_SCALAPACK_LINK_LIBRARIES)
+    if(TSR_HAVE_SCALAPACK AND NOT DEFINED ${_tsr_v})
+      set(${_tsr_v} ${TSR_SCALAPACK_LIBRARY} CACHE FILEPATH "ScaLAPACK for COSMA's package")
+    endif()
+  endforeach()
   find_package(cosma CONFIG QUIET)
   if(cosma_FOUND)
     set(TSR_HAVE_COSMA 1)
+    message(STATUS "tessera: bench_gemm compares with COSMA ${cosma_VERSION} (${cosma_DIR})")
   endif()
 endif()
 

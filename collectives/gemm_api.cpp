@@ -168,26 +168,27 @@ tsr_status prepare(const tsr_gemm_options* opt, tsr_trans ta, tsr_trans tb, doub
       if (!match(algo, dc.dims, s, da.lay, db.lay, dc.lay, &roles, &why)) return fail(TSR_ERR_SHAPE, "%s", why.c_str());
     }
     call->shape = s;
-    return TSR_SUCCESS;
+    call->grid = C->grid;
+    call->algo = algo;
+    call->roles = roles;
+    call->a = &A->dist;
+    call->b = &B->dist;
+    call->c = &C->dist;
+    call->abuf = a;
+    call->bbuf = b;
+    call->cbuf = c;
+    call->alpha = alpha;
+    call->beta = beta;
+    call->panel = o.panel;
+    call->overlap = o.overlap != 0;
+    // The workspace, before anything moves: a rank short of memory fails
+    // the call everywhere.
+    return reserve(ctx, work_bytes(*call));
   };
   const tsr_status st = local();
   const uint64_t same = digest({static_cast<int64_t>(o.algo), ta, tb, m, n, k, bits(alpha), bits(beta), o.panel,
                                 o.overlap ? 1 : 0});
-  TSR_TRY(agree(*ctx->world, st, st == TSR_SUCCESS ? &same : nullptr));
-  call->grid = C->grid;
-  call->algo = algo;
-  call->roles = roles;
-  call->a = &A->dist;
-  call->b = &B->dist;
-  call->c = &C->dist;
-  call->abuf = a;
-  call->bbuf = b;
-  call->cbuf = c;
-  call->alpha = alpha;
-  call->beta = beta;
-  call->panel = o.panel;
-  call->overlap = o.overlap != 0;
-  return TSR_SUCCESS;
+  return agree(*ctx->world, st, st == TSR_SUCCESS ? &same : nullptr);
 }
 
 namespace {
@@ -203,7 +204,8 @@ tsr_status run(const tsr_gemm_options* opt, tsr_trans ta, tsr_trans tb, double a
   Call call;
   TSR_TRY(prepare(opt, ta, tb, alpha, A, a, B, b, beta, C, c, &call, plan));
   if (!C->dist.member) return TSR_SUCCESS;  // idle rank
-  return execute(call);
+  Arena arena(C->dist.ctx);
+  return execute(call, arena);
 }
 
 Machine machine_of(const tsr_gemm_machine& m) {
@@ -453,6 +455,15 @@ tsr_status tsr_gemm_lower_bound(int64_t m, int64_t n, int64_t k, size_t elem_siz
     return TSR_SUCCESS;
   }();
   return finish(nullptr, "tsr_gemm_lower_bound", st);
+}
+
+tsr_status tsr_gemm_workspace_release(tsr_context ctx) {
+  tsr_status st = [&]() -> tsr_status {
+    TSR_TRY(tsr::check_context(ctx));
+    ctx->gemm_pool.reset();
+    return TSR_SUCCESS;
+  }();
+  return finish(ctx != nullptr && ctx->magic == tsr_context_s::kMagic ? ctx : nullptr, "tsr_gemm_workspace_release", st);
 }
 
 tsr_status tsr_gemm_machine_measure(tsr_context ctx, tsr_gemm_machine* machine) {

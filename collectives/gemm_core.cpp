@@ -396,7 +396,10 @@ Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape
     out.flops = 2.0 * wc * static_cast<double>(kr.len);
     if (r.n >= 0 && a.uses(r.n)) out.workspace += static_cast<double>(mr.len) * static_cast<double>(kr.len);
     if (r.m >= 0 && b.uses(r.m)) out.workspace += static_cast<double>(kr.len) * static_cast<double>(nr.len);
-    if (r.k >= 0) out.workspace += wc + static_cast<double>(elems(c, s.m, s.n, co));
+    if (r.k >= 0) {
+      out.workspace += wc + static_cast<double>(elems(c, s.m, s.n, co));
+      out.reduced = wc * static_cast<double>(s.w);
+    }
     return out;
   }
   const int d = r.k;
@@ -429,7 +432,10 @@ Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape
     out.workspace += g;
   }
   out.workspace += 2.0 * static_cast<double>(wmax) * static_cast<double>(mr.len + nr.len);
-  if (d >= 0) out.workspace += wc + static_cast<double>(elems(c, s.m, s.n, co));
+  if (d >= 0) {
+    out.workspace += wc + static_cast<double>(elems(c, s.m, s.n, co));
+    out.reduced = wc * static_cast<double>(s.w);
+  }
   return out;
 }
 
@@ -455,7 +461,7 @@ void evaluate(Candidate* cd, const Shape& s, const Machine& mc) {
   tsr_layout pub[3];
   canonical(cd->algo, s.ta, s.tb, cd->roles, pub);
   const Layout a = normalise(pub[0], cd->dims), b = normalise(pub[1], cd->dims), c = normalise(pub[2], cd->dims);
-  cd->flops = cd->bytes = cd->msgs = cd->memory = 0;
+  cd->flops = cd->bytes = cd->msgs = cd->memory = cd->reduced = 0;
   for (int x = 0; x < 8; ++x) {
     const Dims co{(x & 1) ? cd->dims[0] - 1 : 0, (x & 2) ? cd->dims[1] - 1 : 0, (x & 4) ? cd->dims[2] - 1 : 0};
     const Cost cst = rank_cost(cd->algo, cd->dims, cd->roles, s, a, b, c, cd->panel, co);
@@ -463,8 +469,11 @@ void evaluate(Candidate* cd, const Shape& s, const Machine& mc) {
     cd->bytes = std::max(cd->bytes, static_cast<double>(cst.wire_recv));
     cd->msgs = std::max(cd->msgs, cst.path_msgs);
     cd->memory = std::max(cd->memory, (cst.operands + cst.workspace) * static_cast<double>(s.w));
+    cd->reduced = std::max(cd->reduced, cst.reduced);
   }
-  cd->time = mc.gamma * cd->flops + mc.beta * cd->bytes + mc.alpha * cd->msgs;
+  // Summing partial products is one more pass over them: charged like bytes
+  // moved (a local memory stream costs about what a shared-memory copy does).
+  cd->time = mc.gamma * cd->flops + mc.beta * (cd->bytes + cd->reduced) + mc.alpha * cd->msgs;
 }
 
 namespace {

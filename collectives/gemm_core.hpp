@@ -136,6 +136,7 @@ struct Cost {
   double path_msgs = 0;                   // messages on the critical path (latency terms)
   double flops = 0;
   double workspace = 0;                   // elements of workspace the executor allocates
+  double reduced = 0;                     // bytes of partial products summed over k (or the depth)
   double operands = 0;                    // elements of A, B, C stored on the rank
   uint64_t calls[4] = {0, 0, 0, 0};       // by OpKind
 };
@@ -159,6 +160,7 @@ struct Candidate {
   int64_t panel = 0;
   // modelled, busiest rank:
   double flops = 0, bytes = 0, msgs = 0, time = 0, memory = 0;  // memory in bytes
+  double reduced = 0;  // bytes of partial products summed (one more local pass over them)
 };
 // The busiest-rank figures of a candidate (maximum over the corner ranks of
 // the grid, which is exact whenever the blocks divide evenly).

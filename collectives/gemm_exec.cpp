@@ -101,14 +101,33 @@ template <class T>
 struct Block {
   const T* p = nullptr;
   int64_t ld = 1, r0 = 0, c0 = 0;
-  std::vector<T> store;  // when gathered
   const T* at(int64_t r, int64_t c) const { return p + (r - r0) + (c - c0) * ld; }
 };
+
+// What gathering an operand along grid dimension g takes from the pool
+// (elements): a tight copy of the local block if its ld is padded, the
+// received pieces, and their interleaving when g splits rows.
+struct GatherWork {
+  size_t pack = 0, recv = 0, unpack = 0;
+};
+GatherWork gather_work(const Dist& d, int64_t srows, int64_t scols, int g) {
+  GatherWork w;
+  if (g < 0 || !d.lay.uses(g)) return w;
+  const Dims& co = d.coords;
+  const Range lr = share(d.lay.rows, srows, co), lc = share(d.lay.cols, scols, co);
+  const Range gr = share(d.lay.rows, srows, co, g), gc = share(d.lay.cols, scols, co, g);
+  w.recv = static_cast<size_t>(gr.len * gc.len);
+  if (w.recv == 0) return w;
+  if (lr.len * lc.len > 0 && d.ld != lr.len) w.pack = static_cast<size_t>(lr.len * lc.len);
+  if (!d.lay.cols.has(g)) w.unpack = w.recv;
+  return w;
+}
 
 // The operand's block after an all-gather along grid dimension g (if its
 // layout splits along g), else its local block.
 template <class T>
-tsr_status operand(tsr_grid grid, const Dist& d, int64_t srows, int64_t scols, const void* buf, int g, Block<T>* out) {
+tsr_status operand(tsr_grid grid, const Dist& d, int64_t srows, int64_t scols, const void* buf, int g, Arena& arena,
+                   Block<T>* out) {
   const Dims& co = d.coords;
   const Range lr = share(d.lay.rows, srows, co), lc = share(d.lay.cols, scols, co);
   if (g < 0 || !d.lay.uses(g)) {
@@ -118,6 +137,7 @@ tsr_status operand(tsr_grid grid, const Dist& d, int64_t srows, int64_t scols, c
     out->c0 = lc.off;
     return TSR_SUCCESS;
   }
+  const GatherWork need = gather_work(d, srows, scols, g);
   const int parts = d.dims[static_cast<size_t>(g)];
   std::vector<size_t> counts(static_cast<size_t>(parts)), displs(static_cast<size_t>(parts));
   std::vector<int64_t> prow(static_cast<size_t>(parts));
@@ -138,48 +158,64 @@ tsr_status operand(tsr_grid grid, const Dist& d, int64_t srows, int64_t scols, c
   if (sum == 0) return TSR_SUCCESS;
   if (sum > static_cast<size_t>(INT_MAX))
     return fail(TSR_ERR_UNSUPPORTED, "a gathered block of %zu elements exceeds INT_MAX", sum);
-  std::vector<T> tight;
   const T* send = static_cast<const T*>(buf);
-  if (lr.len * lc.len > 0 && d.ld != lr.len) {
-    tight.resize(static_cast<size_t>(lr.len * lc.len));
-    copy_tight(send, d.ld, lr.len, lc.len, tight.data());
-    send = tight.data();
+  if (need.pack > 0) {
+    T* tight = arena.take<T>(need.pack);
+    copy_tight(send, d.ld, lr.len, lc.len, tight);
+    send = tight;
   }
-  std::vector<T> recv(sum);
-  TSR_TRY(allgatherv(axis(grid, g), send, static_cast<size_t>(lr.len * lc.len), recv.data(), counts.data(),
-                     displs.data(), dtype_of<T>::value));
-  if (d.lay.cols.has(g)) {
-    out->store = std::move(recv);  // column pieces in order: already the tight block
-  } else {
-    // Row pieces: interleave them into one tight block.
-    out->store.resize(sum);
-    int64_t roff = 0;
-    for (int z = 0; z < parts; ++z) {
-      const int64_t rz = prow[static_cast<size_t>(z)];
-      const T* src = recv.data() + displs[static_cast<size_t>(z)];
-      for (int64_t j = 0; j < gc.len; ++j)
-        std::memcpy(out->store.data() + j * gr.len + roff, src + j * rz, static_cast<size_t>(rz) * sizeof(T));
-      roff += rz;
-    }
+  T* recv = arena.take<T>(need.recv);
+  TSR_TRY(allgatherv(axis(grid, g), send, static_cast<size_t>(lr.len * lc.len), recv, counts.data(), displs.data(),
+                     dtype_of<T>::value));
+  if (need.unpack == 0) {
+    out->p = recv;  // column pieces in order: already the tight block
+    return TSR_SUCCESS;
   }
-  out->p = out->store.data();
+  // Row pieces: interleave them into one tight block.
+  T* block = arena.take<T>(need.unpack);
+  int64_t roff = 0;
+  for (int z = 0; z < parts; ++z) {
+    const int64_t rz = prow[static_cast<size_t>(z)];
+    const T* src = recv + displs[static_cast<size_t>(z)];
+    for (int64_t j = 0; j < gc.len; ++j)
+      std::memcpy(block + j * gr.len + roff, src + j * rz, static_cast<size_t>(rz) * sizeof(T));
+    roff += rz;
+  }
+  out->p = block;
   return TSR_SUCCESS;
+}
+
+// What reducing C along kd takes from the pool (elements): the packed row
+// chunks (when kd splits C's rows) and this rank's reduced piece (unless it
+// lands in C directly: beta = 0 and a tight C).
+struct ReduceWork {
+  size_t packed = 0, piece = 0;
+};
+ReduceWork reduce_work(const Call& x, int kd, const Range& mr, const Range& nr) {
+  ReduceWork w;
+  const Dist& C = *x.c;
+  if (kd < 0 || mr.len * nr.len == 0) return w;
+  if (!C.lay.uses(kd)) return w;
+  if (C.lay.rows.has(kd)) w.packed = static_cast<size_t>(mr.len * nr.len);
+  if (!(x.beta == 0 && C.ld == std::max<int64_t>(1, C.rows))) w.piece = static_cast<size_t>(C.rows * C.cols);
+  return w;
 }
 
 // C's local block = beta C + (the sum over grid dimension kd of the partial
 // products W, m_i x n_j, tight): reduce-scatter if C is split along kd,
 // all-reduce if C holds copies along it.
 template <class T>
-tsr_status reduce_c(const Call& x, int kd, std::vector<T>& w, const Range& mr, const Range& nr) {
+tsr_status reduce_c(const Call& x, int kd, T* w, const Range& mr, const Range& nr, Arena& arena) {
   const Dist& C = *x.c;
   const Dims& co = C.coords;
   T* c = static_cast<T*>(x.cbuf);
   const T beta = static_cast<T>(x.beta);
   const Comm& comm = axis(x.grid, kd);
+  const size_t wn = static_cast<size_t>(mr.len * nr.len);
   if (!C.lay.uses(kd)) {
-    if (w.empty()) return TSR_SUCCESS;
-    TSR_TRY(allreduce(comm, w.data(), w.data(), w.size(), dtype_of<T>::value, TSR_SUM));
-    axpby(c, C.ld, mr.len, nr.len, beta, w.data(), std::max<int64_t>(1, mr.len));
+    if (wn == 0) return TSR_SUCCESS;
+    TSR_TRY(allreduce(comm, w, w, wn, dtype_of<T>::value, TSR_SUM));
+    axpby(c, C.ld, mr.len, nr.len, beta, w, std::max<int64_t>(1, mr.len));
     return TSR_SUCCESS;
   }
   const int parts = C.dims[static_cast<size_t>(kd)];
@@ -195,31 +231,28 @@ tsr_status reduce_c(const Call& x, int kd, std::vector<T>& w, const Range& mr, c
     sum += counts[static_cast<size_t>(z)];
   }
   if (sum == 0) return TSR_SUCCESS;
-  const T* send = w.data();
-  std::vector<T> packed;
-  if (C.lay.rows.has(kd)) {
+  const ReduceWork need = reduce_work(x, kd, mr, nr);
+  const T* send = w;
+  if (need.packed > 0) {
     // Row chunks: pack W chunk by chunk.
-    packed.resize(w.size());
+    T* packed = arena.take<T>(need.packed);
     size_t off = 0;
     for (int z = 0; z < parts; ++z) {
       const Range r = rows[static_cast<size_t>(z)];
-      copy_tight(w.data() + (r.off - mr.off), std::max<int64_t>(1, mr.len), r.len, nr.len, packed.data() + off);
+      copy_tight(w + (r.off - mr.off), std::max<int64_t>(1, mr.len), r.len, nr.len, packed + off);
       off += static_cast<size_t>(r.len * nr.len);
     }
-    send = packed.data();
+    send = packed;
   }
-  const size_t mine = counts[static_cast<size_t>(co[static_cast<size_t>(kd)])];
-  if (beta == T(0) && C.ld == std::max<int64_t>(1, C.rows)) {
-    return reduce_scatterv(comm, send, c, counts.data(), dtype_of<T>::value, TSR_SUM);
-  }
-  std::vector<T> r(mine);
-  TSR_TRY(reduce_scatterv(comm, send, r.data(), counts.data(), dtype_of<T>::value, TSR_SUM));
-  axpby(c, C.ld, C.rows, C.cols, beta, r.data(), std::max<int64_t>(1, C.rows));
+  if (need.piece == 0) return reduce_scatterv(comm, send, c, counts.data(), dtype_of<T>::value, TSR_SUM);
+  T* r = arena.take<T>(need.piece);
+  TSR_TRY(reduce_scatterv(comm, send, r, counts.data(), dtype_of<T>::value, TSR_SUM));
+  axpby(c, C.ld, C.rows, C.cols, beta, r, std::max<int64_t>(1, C.rows));
   return TSR_SUCCESS;
 }
 
 template <class T>
-tsr_status three_phase(const Call& x) {
+tsr_status three_phase(const Call& x, Arena& arena) {
   const Shape& s = x.shape;
   const Roles& r = x.roles;
   const Dist &A = *x.a, &B = *x.b, &C = *x.c;
@@ -228,8 +261,8 @@ tsr_status three_phase(const Call& x) {
   const Range mr = role_range(s.m, dims, r.m, co), nr = role_range(s.n, dims, r.n, co),
               kr = role_range(s.k, dims, r.k, co);
   Block<T> a, b;
-  TSR_TRY(operand<T>(x.grid, A, s.ta ? s.k : s.m, s.ta ? s.m : s.k, x.abuf, r.n, &a));
-  TSR_TRY(operand<T>(x.grid, B, s.tb ? s.n : s.k, s.tb ? s.k : s.n, x.bbuf, r.m, &b));
+  TSR_TRY(operand<T>(x.grid, A, s.ta ? s.k : s.m, s.ta ? s.m : s.k, x.abuf, r.n, arena, &a));
+  TSR_TRY(operand<T>(x.grid, B, s.tb ? s.n : s.k, s.tb ? s.k : s.n, x.bbuf, r.m, arena, &b));
   const T alpha = static_cast<T>(x.alpha), beta = static_cast<T>(x.beta);
   const bool work = mr.len > 0 && nr.len > 0 && kr.len > 0;
   const T* pa = work ? (s.ta ? a.at(kr.off, mr.off) : a.at(mr.off, kr.off)) : nullptr;
@@ -238,16 +271,16 @@ tsr_status three_phase(const Call& x) {
     local_gemm(s.ta, s.tb, mr.len, nr.len, kr.len, alpha, pa, a.ld, pb, b.ld, beta, static_cast<T*>(x.cbuf), C.ld);
     return TSR_SUCCESS;
   }
-  std::vector<T> w(static_cast<size_t>(mr.len * nr.len));
-  local_gemm(s.ta, s.tb, mr.len, nr.len, kr.len, alpha, pa, a.ld, pb, b.ld, T(0), w.data(),
-             std::max<int64_t>(1, mr.len));
-  return reduce_c<T>(x, r.k, w, mr, nr);
+  T* w = arena.take<T>(static_cast<size_t>(mr.len * nr.len));
+  local_gemm(s.ta, s.tb, mr.len, nr.len, kr.len, alpha, pa, a.ld, pb, b.ld, T(0), w, std::max<int64_t>(1, mr.len));
+  return reduce_c<T>(x, r.k, w, mr, nr, arena);
 }
 
 // One SUMMA panel in flight: op(A)'s m_i x w and op(B)'s w x n_j pieces.
 template <class T>
 struct Slot {
-  std::vector<T> abuf, bbuf;
+  T* abuf = nullptr;
+  T* bbuf = nullptr;
   const T* a = nullptr;
   const T* b = nullptr;
   int64_t lda = 1, ldb = 1;
@@ -255,7 +288,7 @@ struct Slot {
 };
 
 template <class T>
-tsr_status summa(const Call& x) {
+tsr_status summa(const Call& x, Arena& arena) {
   const Shape& s = x.shape;
   const Roles& r = x.roles;
   const Dist &A = *x.a, &B = *x.b, &C = *x.c;
@@ -269,8 +302,8 @@ tsr_status summa(const Call& x) {
 
   // Replicate A and B along the depth (if they are split along it).
   Block<T> a, b;
-  TSR_TRY(operand<T>(x.grid, A, s.ta ? s.k : s.m, s.ta ? s.m : s.k, x.abuf, d, &a));
-  TSR_TRY(operand<T>(x.grid, B, s.tb ? s.n : s.k, s.tb ? s.k : s.n, x.bbuf, d, &b));
+  TSR_TRY(operand<T>(x.grid, A, s.ta ? s.k : s.m, s.ta ? s.m : s.k, x.abuf, d, arena, &a));
+  TSR_TRY(operand<T>(x.grid, B, s.tb ? s.n : s.k, s.tb ? s.k : s.n, x.bbuf, d, arena, &b));
 
   const std::vector<Panel> all = panels(s.k, pm, pn, x.panel);
   const Range mine = layer_panels(all.size(), pd, layer);
@@ -279,21 +312,21 @@ tsr_status summa(const Call& x) {
 
   // Where the products go: C itself, or W when the layers' sums meet later.
   const T alpha = static_cast<T>(x.alpha), beta = static_cast<T>(x.beta);
-  std::vector<T> w;
+  T* w = nullptr;
   T* tgt = static_cast<T*>(x.cbuf);
   int64_t ldt = C.ld;
   T tbeta = beta;
   if (d >= 0) {
-    w.resize(static_cast<size_t>(mr.len * nr.len));
-    tgt = w.data();
+    w = arena.take<T>(static_cast<size_t>(mr.len * nr.len));
+    tgt = w;
     ldt = std::max<int64_t>(1, mr.len);
     tbeta = T(0);
   }
 
   Slot<T> slot[2];
   for (Slot<T>& sl : slot) {
-    sl.abuf.resize(static_cast<size_t>(mr.len * wmax));
-    sl.bbuf.resize(static_cast<size_t>(wmax * nr.len));
+    sl.abuf = arena.take<T>(static_cast<size_t>(mr.len * wmax));
+    sl.bbuf = arena.take<T>(static_cast<size_t>(wmax * nr.len));
   }
   const Comm* arow = r.n >= 0 ? &axis(x.grid, r.n) : nullptr;  // A's panels travel along n's dimension
   const Comm* bcol = r.m >= 0 ? &axis(x.grid, r.m) : nullptr;  // B's along m's
@@ -311,12 +344,12 @@ tsr_status summa(const Call& x) {
           sl.a = src;
           sl.lda = a.ld;
         } else {
-          copy_tight(src, a.ld, rows, cols, sl.abuf.data());
-          sl.a = sl.abuf.data();
+          copy_tight(src, a.ld, rows, cols, sl.abuf);
+          sl.a = sl.abuf;
           sl.lda = std::max<int64_t>(1, rows);
         }
       } else {
-        sl.a = sl.abuf.data();
+        sl.a = sl.abuf;
         sl.lda = std::max<int64_t>(1, rows);
       }
       const size_t count = static_cast<size_t>(rows * cols);
@@ -334,12 +367,12 @@ tsr_status summa(const Call& x) {
           sl.b = src;
           sl.ldb = b.ld;
         } else {
-          copy_tight(src, b.ld, rows, cols, sl.bbuf.data());
-          sl.b = sl.bbuf.data();
+          copy_tight(src, b.ld, rows, cols, sl.bbuf);
+          sl.b = sl.bbuf;
           sl.ldb = std::max<int64_t>(1, rows);
         }
       } else {
-        sl.b = sl.bbuf.data();
+        sl.b = sl.bbuf;
         sl.ldb = std::max<int64_t>(1, rows);
       }
       const size_t count = static_cast<size_t>(rows * cols);
@@ -392,16 +425,55 @@ tsr_status summa(const Call& x) {
     return st;
   }
   if (first) scale(tgt, ldt, mr.len, nr.len, tbeta);
-  if (d >= 0) return reduce_c<T>(x, d, w, mr, nr);
+  if (d >= 0) return reduce_c<T>(x, d, w, mr, nr, arena);
   return TSR_SUCCESS;
 }
 
 }  // namespace
 
-tsr_status execute(const Call& x) {
+size_t work_bytes(const Call& x) {
+  const Shape& s = x.shape;
+  const Roles& r = x.roles;
+  const Dist &A = *x.a, &B = *x.b, &C = *x.c;
+  if (!C.member) return 0;
+  const Dims& co = C.coords;
+  const Dims& dims = C.dims;
+  const size_t es = tsr_dtype_size(C.type);
+  const Range mr = role_range(s.m, dims, r.m, co), nr = role_range(s.n, dims, r.n, co);
+  const bool three = engine_of(x.algo) == Engine::three_phase;
+  const int ga = three ? r.n : r.k, gb = three ? r.m : r.k, kd = r.k;
+  size_t bytes = 0;
+  auto add = [&](size_t elems) { bytes += elems ? padded(elems * es) : 0; };
+  for (const GatherWork& g : {gather_work(A, s.ta ? s.k : s.m, s.ta ? s.m : s.k, ga),
+                              gather_work(B, s.tb ? s.n : s.k, s.tb ? s.k : s.n, gb)}) {
+    add(g.pack);
+    add(g.recv);
+    add(g.unpack);
+  }
+  if (kd >= 0) add(static_cast<size_t>(mr.len * nr.len));  // W
+  if (!three) {
+    const int pm = r.m >= 0 ? dims[static_cast<size_t>(r.m)] : 1, pn = r.n >= 0 ? dims[static_cast<size_t>(r.n)] : 1;
+    const int pd = kd >= 0 ? dims[static_cast<size_t>(kd)] : 1, l = kd >= 0 ? co[static_cast<size_t>(kd)] : 0;
+    const std::vector<Panel> all = panels(s.k, pm, pn, x.panel);
+    const Range mine = layer_panels(all.size(), pd, l);
+    int64_t wmax = 0;
+    for (int64_t t = mine.off; t < mine.end(); ++t) wmax = std::max(wmax, all[static_cast<size_t>(t)].w);
+    for (int sl = 0; sl < 2; ++sl) {
+      add(static_cast<size_t>(mr.len * wmax));
+      add(static_cast<size_t>(wmax * nr.len));
+    }
+  }
+  const ReduceWork rw = reduce_work(x, kd, mr, nr);
+  add(rw.packed);
+  add(rw.piece);
+  return bytes;
+}
+
+tsr_status execute(const Call& x, Arena& arena) {
   const bool dbl = x.c->type == TSR_FLOAT64;
-  if (engine_of(x.algo) == Engine::three_phase) return dbl ? three_phase<double>(x) : three_phase<float>(x);
-  return dbl ? summa<double>(x) : summa<float>(x);
+  if (engine_of(x.algo) == Engine::three_phase)
+    return dbl ? three_phase<double>(x, arena) : three_phase<float>(x, arena);
+  return dbl ? summa<double>(x, arena) : summa<float>(x, arena);
 }
 
 }  // namespace gemm

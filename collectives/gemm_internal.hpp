@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,12 +54,6 @@ namespace gemm {
 
 tsr_status check_matrix(tsr_matrix m, const char* argname);
 
-// Copies the m x n window at (sr0, sc0) of src into the window at (dr0, dc0)
-// of dst (same context and type): point-to-point through the transport on
-// the context's communicator, local copies for what a rank keeps.
-// Collective over the context; arguments already agreed.
-tsr_status redistribute(const Dist& src, const void* sbuf, int64_t sr0, int64_t sc0, const Dist& dst, void* dbuf,
-                        int64_t dr0, int64_t dc0, int64_t m, int64_t n);
 
 // The distribution of an m x n matrix over a tessera grid (layout checked).
 Dist grid_dist(tsr_grid grid, int64_t m, int64_t n, tsr_dtype type, const tsr_layout& layout, int64_t ld);
@@ -66,6 +61,49 @@ Dist grid_dist(tsr_grid grid, int64_t m, int64_t n, tsr_dtype type, const tsr_la
 // A distribution of the whole matrix on one context rank (for scatter and
 // gather), with leading dimension ld.
 Dist root_dist(tsr_context ctx, int root, int64_t m, int64_t n, tsr_dtype type, int64_t ld);
+
+// ------------------------------------------------------------- workspace
+// The context's reusable workspace (tsr_context_s::gemm_pool): one block
+// that grows to the largest request, so that the first-touch page faults of
+// large buffers are paid once, not per call (on the project machine they
+// cost more than the communication). One context is used by one thread at a
+// time, so one pool per context is enough.
+struct Pool {
+  unsigned char* mem = nullptr;
+  size_t cap = 0;
+  uint64_t overflows = 0;  // arenas that needed more than was reserved (tests check 0)
+  ~Pool();
+};
+constexpr size_t kAlign = 64;
+inline size_t padded(size_t bytes) { return (bytes + kAlign - 1) & ~(kAlign - 1); }
+// Makes the context's pool hold at least `bytes` (contents are not kept);
+// TSR_ERR_NO_MEMORY naming the size if it cannot. Local.
+tsr_status reserve(tsr_context ctx, size_t bytes);
+// Consecutive aligned pieces of the reserved pool. A request beyond the
+// reservation (a sizing bug) is served from the heap and remembered.
+class Arena {
+ public:
+  explicit Arena(tsr_context ctx);
+  ~Arena();
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+  template <class T>
+  T* take(size_t n) {
+    return static_cast<T*>(bytes(n * sizeof(T)));
+  }
+  void* bytes(size_t n);
+  bool overflowed() const { return overflowed_; }
+  // Everything taken after mark() is given back by release(mark).
+  size_t mark() const { return used_; }
+  void release(size_t mark) { used_ = mark; }
+
+ private:
+  Pool* pool_ = nullptr;
+  unsigned char* base_ = nullptr;
+  size_t cap_ = 0, used_ = 0;
+  bool overflowed_ = false;
+  std::vector<std::unique_ptr<unsigned char[]>> extra_;
+};
 
 // Runs an algorithm whose arguments have been checked and agreed (members
 // only). alpha and beta in double, converted to the type.
@@ -82,7 +120,31 @@ struct Call {
   int64_t panel = 0;
   bool overlap = true;
 };
-tsr_status execute(const Call& call);
+tsr_status execute(const Call& call, Arena& arena);
+// Bytes of pool the engine takes for this call on this rank (0 off the grid).
+size_t work_bytes(const Call& call);
+
+// A redistribution, computed before anything moves (pure): the messages this
+// rank sends and receives and what it copies locally.
+struct Isect {
+  int64_t len, sloc, dloc;
+};
+struct Message {
+  int peer = -1;
+  std::vector<Isect> ri, ci;  // rows and columns, in the same order on both sides
+  size_t count = 0;           // elements
+};
+struct Redist {
+  const Dist* src = nullptr;
+  const Dist* dst = nullptr;
+  std::vector<Message> sends, recvs;
+  bool self = false;
+  Message local;
+  size_t bytes() const;  // pool bytes for the packed messages
+};
+Redist plan_redistribution(const Dist& src, int64_t sr0, int64_t sc0, const Dist& dst, int64_t dr0, int64_t dc0,
+                           int64_t m, int64_t n);
+tsr_status run_redistribution(const Redist& r, const void* sbuf, void* dbuf, Arena& arena);
 
 // Local checks of a GEMM call and its agreement over the context; on
 // success *call is ready for execute() (on members).

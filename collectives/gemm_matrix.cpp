@@ -78,9 +78,6 @@ std::vector<Piece> window(const Split& s, int64_t n, const Dims& c, int64_t off,
   return out;
 }
 
-struct Isect {
-  int64_t len, sloc, dloc;
-};
 std::vector<Isect> intersect(const std::vector<Piece>& x, const std::vector<Piece>& y) {
   std::vector<Isect> out;
   size_t i = 0, j = 0;
@@ -151,26 +148,68 @@ void unpack(const unsigned char* in, unsigned char* dst, int64_t ld, size_t es, 
 
 }  // namespace
 
-tsr_status redistribute(const Dist& src, const void* sbuf, int64_t sr0, int64_t sc0, const Dist& dst, void* dbuf,
-                        int64_t dr0, int64_t dc0, int64_t m, int64_t n) {
-  const Comm& world = *src.ctx->world;
+// ---------------------------------------------------------------- pool
+Pool::~Pool() { ::operator delete[](mem, std::align_val_t(kAlign)); }
+
+tsr_status reserve(tsr_context ctx, size_t bytes) {
+  std::shared_ptr<Pool> pool = std::static_pointer_cast<Pool>(ctx->gemm_pool);
+  if (!pool) {
+    pool.reset(new (std::nothrow) Pool());
+    if (!pool) return fail(TSR_ERR_NO_MEMORY, "allocating the GEMM workspace pool");
+    ctx->gemm_pool = pool;
+  }
+  if (pool->cap >= bytes) return TSR_SUCCESS;
+  ::operator delete[](pool->mem, std::align_val_t(kAlign));
+  pool->mem = nullptr;
+  pool->cap = 0;
+  pool->mem = static_cast<unsigned char*>(::operator new[](bytes, std::align_val_t(kAlign), std::nothrow));
+  if (pool->mem == nullptr)
+    return fail(TSR_ERR_NO_MEMORY, "allocating %zu bytes of GEMM workspace on this rank", bytes);
+  pool->cap = bytes;
+  return TSR_SUCCESS;
+}
+
+Arena::Arena(tsr_context ctx) {
+  pool_ = static_cast<Pool*>(ctx->gemm_pool.get());
+  if (pool_) {
+    base_ = pool_->mem;
+    cap_ = pool_->cap;
+  }
+}
+
+Arena::~Arena() {
+  if (overflowed_ && pool_) pool_->overflows += 1;
+}
+
+void* Arena::bytes(size_t n) {
+  if (n == 0) return nullptr;
+  const size_t p = padded(n);
+  if (used_ + p <= cap_) {
+    void* out = base_ + used_;
+    used_ += p;
+    return out;
+  }
+  overflowed_ = true;
+  extra_.emplace_back(new (std::nothrow) unsigned char[p]);
+  return extra_.back().get();
+}
+
+// ------------------------------------------------------- redistribution
+size_t Redist::bytes() const {
+  const size_t es = tsr_dtype_size(src->type);
+  size_t b = 0;
+  for (const Message& x : sends) b += padded(x.count * es);
+  for (const Message& x : recvs) b += padded(x.count * es);
+  return b;
+}
+
+Redist plan_redistribution(const Dist& src, int64_t sr0, int64_t sc0, const Dist& dst, int64_t dr0, int64_t dc0,
+                           int64_t m, int64_t n) {
+  Redist r;
+  r.src = &src;
+  r.dst = &dst;
   const int me = src.ctx->rank;
-  const tsr_dtype type = src.type;
-  const size_t es = tsr_dtype_size(type);
   const Replicas rep = replicas(src);
-  const unsigned char* sb = static_cast<const unsigned char*>(sbuf);
-  unsigned char* db = static_cast<unsigned char*>(dbuf);
-
-  struct Msg {
-    int peer;
-    std::vector<Isect> ri, ci;
-    std::vector<unsigned char> buf;
-    Request req;
-  };
-  std::vector<Msg> recvs, sends;
-  std::vector<Isect> self_r, self_c;
-  bool self = false;
-
   // What this rank receives: from the chosen copy of every source position.
   std::vector<Piece> drp, dcp;
   if (dst.member && m > 0 && n > 0) {
@@ -181,21 +220,18 @@ tsr_status redistribute(const Dist& src, const void* sbuf, int64_t sr0, int64_t 
     for (int gs = 0; gs < src.size(); ++gs) {
       const Dims sc = src.coords_of(gs);
       if (rep.index(src, sc) != me % rep.count) continue;
-      std::vector<Isect> ri = intersect(window(src.lay.rows, src.m, sc, sr0, m), drp);
-      std::vector<Isect> ci = intersect(window(src.lay.cols, src.n, sc, sc0, n), dcp);
-      if (total(ri) == 0 || total(ci) == 0) continue;
-      const int peer = src.rank_of[static_cast<size_t>(gs)];
-      if (peer == me) {
-        self = true;
-        self_r = std::move(ri);
-        self_c = std::move(ci);
-        continue;
+      Message msg;
+      msg.ri = intersect(window(src.lay.rows, src.m, sc, sr0, m), drp);
+      msg.ci = intersect(window(src.lay.cols, src.n, sc, sc0, n), dcp);
+      msg.count = static_cast<size_t>(total(msg.ri) * total(msg.ci));
+      if (msg.count == 0) continue;
+      msg.peer = src.rank_of[static_cast<size_t>(gs)];
+      if (msg.peer == me) {
+        r.self = true;
+        r.local = std::move(msg);
+      } else {
+        r.recvs.push_back(std::move(msg));
       }
-      Msg msg;
-      msg.peer = peer;
-      msg.ri = std::move(ri);
-      msg.ci = std::move(ci);
-      recvs.push_back(std::move(msg));
     }
   }
   // What this rank sends: to every destination position whose chosen copy it holds.
@@ -210,64 +246,77 @@ tsr_status redistribute(const Dist& src, const void* sbuf, int64_t sr0, int64_t 
       const int peer = dst.rank_of[static_cast<size_t>(gd)];
       if (peer == me || peer % rep.count != mine) continue;
       const Dims dc = dst.coords_of(gd);
-      std::vector<Isect> ri = intersect(srp, window(dst.lay.rows, dst.m, dc, dr0, m));
-      std::vector<Isect> ci = intersect(scp, window(dst.lay.cols, dst.n, dc, dc0, n));
-      if (total(ri) == 0 || total(ci) == 0) continue;
-      Msg msg;
+      Message msg;
       msg.peer = peer;
-      msg.ri = std::move(ri);
-      msg.ci = std::move(ci);
-      sends.push_back(std::move(msg));
+      msg.ri = intersect(srp, window(dst.lay.rows, dst.m, dc, dr0, m));
+      msg.ci = intersect(scp, window(dst.lay.cols, dst.n, dc, dc0, n));
+      msg.count = static_cast<size_t>(total(msg.ri) * total(msg.ci));
+      if (msg.count > 0) r.sends.push_back(std::move(msg));
     }
   }
+  return r;
+}
 
+tsr_status run_redistribution(const Redist& r, const void* sbuf, void* dbuf, Arena& arena) {
+  const Dist& src = *r.src;
+  const Dist& dst = *r.dst;
+  const Comm& world = *src.ctx->world;
+  const tsr_dtype type = src.type;
+  const size_t es = tsr_dtype_size(type);
+  const unsigned char* sb = static_cast<const unsigned char*>(sbuf);
+  unsigned char* db = static_cast<unsigned char*>(dbuf);
+  const size_t mark = arena.mark();
+  std::vector<Request> rreq(r.recvs.size()), sreq(r.sends.size());
+  std::vector<unsigned char*> rbuf(r.recvs.size());
   // Post the receives, then pack and send, copy locally, wait, unpack.
   tsr_status st = TSR_SUCCESS;
-  for (Msg& r : recvs) {
-    const size_t count = static_cast<size_t>(total(r.ri) * total(r.ci));
-    if (count > static_cast<size_t>(INT_MAX)) {
-      st = fail(TSR_ERR_UNSUPPORTED, "a redistribution message of %zu elements exceeds INT_MAX", count);
+  for (size_t x = 0; x < r.recvs.size() && st == TSR_SUCCESS; ++x) {
+    const Message& msg = r.recvs[x];
+    if (msg.count > static_cast<size_t>(INT_MAX)) {
+      st = fail(TSR_ERR_UNSUPPORTED, "a redistribution message of %zu elements exceeds INT_MAX", msg.count);
       break;
     }
-    r.buf.resize(count * es);
-    st = recv(world, r.buf.data(), count, type, r.peer, kTag, &r.req);
-    if (st != TSR_SUCCESS) break;
+    rbuf[x] = static_cast<unsigned char*>(arena.bytes(msg.count * es));
+    if (rbuf[x] == nullptr) st = fail(TSR_ERR_NO_MEMORY, "a redistribution buffer of %zu bytes", msg.count * es);
+    if (st == TSR_SUCCESS) st = recv(world, rbuf[x], msg.count, type, msg.peer, kTag, &rreq[x]);
   }
-  for (Msg& s : sends) {
-    if (st != TSR_SUCCESS) break;
-    const size_t count = static_cast<size_t>(total(s.ri) * total(s.ci));
-    if (count > static_cast<size_t>(INT_MAX)) {
-      st = fail(TSR_ERR_UNSUPPORTED, "a redistribution message of %zu elements exceeds INT_MAX", count);
+  for (size_t x = 0; x < r.sends.size() && st == TSR_SUCCESS; ++x) {
+    const Message& msg = r.sends[x];
+    if (msg.count > static_cast<size_t>(INT_MAX)) {
+      st = fail(TSR_ERR_UNSUPPORTED, "a redistribution message of %zu elements exceeds INT_MAX", msg.count);
       break;
     }
-    s.buf.resize(count * es);
-    pack(sb, src.ld, es, s.ri, s.ci, s.buf.data(), true);
-    st = send(world, s.buf.data(), count, type, s.peer, kTag, &s.req);
+    unsigned char* buf = static_cast<unsigned char*>(arena.bytes(msg.count * es));
+    if (buf == nullptr) {
+      st = fail(TSR_ERR_NO_MEMORY, "a redistribution buffer of %zu bytes", msg.count * es);
+      break;
+    }
+    pack(sb, src.ld, es, msg.ri, msg.ci, buf, true);
+    st = send(world, buf, msg.count, type, msg.peer, kTag, &sreq[x]);
   }
-  if (self && st == TSR_SUCCESS) {
-    // Element by element runs (source rows may be ordered differently only
-    // through the intersection lists, which both sides walk the same way).
-    for (const Isect& c : self_c)
+  if (r.self && st == TSR_SUCCESS) {
+    for (const Isect& c : r.local.ci)
       for (int64_t j = 0; j < c.len; ++j)
-        for (const Isect& r : self_r)
-          std::memcpy(db + static_cast<size_t>((c.dloc + j) * dst.ld + r.dloc) * es,
-                      sb + static_cast<size_t>((c.sloc + j) * src.ld + r.sloc) * es, static_cast<size_t>(r.len) * es);
+        for (const Isect& rr : r.local.ri)
+          std::memcpy(db + static_cast<size_t>((c.dloc + j) * dst.ld + rr.dloc) * es,
+                      sb + static_cast<size_t>((c.sloc + j) * src.ld + rr.sloc) * es, static_cast<size_t>(rr.len) * es);
   }
   tsr_status wst = TSR_SUCCESS;
-  for (Msg& r : recvs)
-    if (r.req.active()) {
-      const tsr_status x = wait(world, &r.req);
+  for (Request& q : rreq)
+    if (q.active()) {
+      const tsr_status x = wait(world, &q);
       if (wst == TSR_SUCCESS) wst = x;
     }
-  for (Msg& s : sends)
-    if (s.req.active()) {
-      const tsr_status x = wait(world, &s.req);
+  for (Request& q : sreq)
+    if (q.active()) {
+      const tsr_status x = wait(world, &q);
       if (wst == TSR_SUCCESS) wst = x;
     }
-  if (st != TSR_SUCCESS) return st;
-  if (wst != TSR_SUCCESS) return wst;
-  for (const Msg& r : recvs) unpack(r.buf.data(), db, dst.ld, es, r.ri, r.ci);
-  return TSR_SUCCESS;
+  if (st == TSR_SUCCESS) st = wst;
+  if (st == TSR_SUCCESS)
+    for (size_t x = 0; x < r.recvs.size(); ++x) unpack(rbuf[x], db, dst.ld, es, r.recvs[x].ri, r.recvs[x].ci);
+  arena.release(mark);
+  return st;
 }
 
 namespace {
@@ -366,10 +415,16 @@ tsr_status root_move(tsr_matrix mat, int root, const void* from, void* to, int64
     return TSR_SUCCESS;
   };
   const uint64_t same = digest({root, d.m, d.n, d.type, to_root ? 1 : 0});
-  TSR_TRY(agree(*ctx->world, local(), &same));
-  const Dist r = root_dist(ctx, root, d.m, d.n, d.type, ldg);
-  if (to_root) return redistribute(d, from, 0, 0, r, to, 0, 0, d.m, d.n);
-  return redistribute(r, from, 0, 0, d, to, 0, 0, d.m, d.n);
+  tsr_status st = local();
+  const Dist r = st == TSR_SUCCESS ? root_dist(ctx, root, d.m, d.n, d.type, ldg) : Dist();
+  Redist plan;
+  if (st == TSR_SUCCESS) {
+    plan = to_root ? plan_redistribution(d, 0, 0, r, 0, 0, d.m, d.n) : plan_redistribution(r, 0, 0, d, 0, 0, d.m, d.n);
+    st = reserve(ctx, plan.bytes());
+  }
+  TSR_TRY(agree(*ctx->world, st, st == TSR_SUCCESS ? &same : nullptr));
+  Arena arena(ctx);
+  return run_redistribution(plan, from, to, arena);
 }
 
 }  // namespace
@@ -474,8 +529,15 @@ tsr_status tsr_matrix_redistribute(tsr_matrix src, const void* sbuf, tsr_matrix 
       return TSR_SUCCESS;
     };
     const uint64_t same = tsr::gemm::digest({s.m, s.n, s.type, d.m, d.n, d.type});
-    TSR_TRY(tsr::agree(*s.ctx->world, local(), &same));
-    return tsr::gemm::redistribute(s, sbuf, 0, 0, d, dbuf, 0, 0, s.m, s.n);
+    tsr_status lst = local();
+    tsr::gemm::Redist plan;
+    if (lst == TSR_SUCCESS) {
+      plan = tsr::gemm::plan_redistribution(s, 0, 0, d, 0, 0, s.m, s.n);
+      lst = tsr::gemm::reserve(s.ctx, plan.bytes());
+    }
+    TSR_TRY(tsr::agree(*s.ctx->world, lst, lst == TSR_SUCCESS ? &same : nullptr));
+    tsr::gemm::Arena arena(s.ctx);
+    return tsr::gemm::run_redistribution(plan, sbuf, dbuf, arena);
   }();
   return finish(tsr::gemm::ctx_of(src), "tsr_matrix_redistribute", st);
 }

@@ -313,11 +313,14 @@ tsr_status pxgemm(const char* transa, const char* transb, const int* m, const in
   const Dist da = grid_dist(grid, ta ? *k : *m, ta ? *m : *k, type, plan.layouts[0], 0);
   const Dist db = grid_dist(grid, tb ? *n : *k, tb ? *k : *n, type, plan.layouts[1], 0);
   const Dist dc = grid_dist(grid, *m, *n, type, plan.layouts[2], 0);
-  std::vector<T> la(static_cast<size_t>(da.rows * da.cols)), lb(static_cast<size_t>(db.rows * db.cols)),
-      lc(static_cast<size_t>(dc.rows * dc.cols));
-  TSR_TRY(redistribute(sa, a, *ia - 1, *ja - 1, da, la.data(), 0, 0, da.m, da.n));
-  TSR_TRY(redistribute(sb, b, *ib - 1, *jb - 1, db, lb.data(), 0, 0, db.m, db.n));
-  if (*beta != T(0)) TSR_TRY(redistribute(sc, c, *ic - 1, *jc - 1, dc, lc.data(), 0, 0, *m, *n));
+  // Everything this rank will send, receive and compute, sized before
+  // anything moves: the three operands in the plan's layouts stay for the
+  // whole call, each redistribution and the multiplication use the rest of
+  // the context's workspace in turn.
+  const Redist ra = plan_redistribution(sa, *ia - 1, *ja - 1, da, 0, 0, da.m, da.n);
+  const Redist rb = plan_redistribution(sb, *ib - 1, *jb - 1, db, 0, 0, db.m, db.n);
+  const Redist rc = plan_redistribution(sc, *ic - 1, *jc - 1, dc, 0, 0, *m, *n);
+  const Redist back = plan_redistribution(dc, 0, 0, sc, *ic - 1, *jc - 1, *m, *n);
   Call call;
   call.grid = grid;
   call.algo = plan.options.algo;
@@ -333,16 +336,31 @@ tsr_status pxgemm(const char* transa, const char* transb, const int* m, const in
   call.a = &da;
   call.b = &db;
   call.c = &dc;
-  call.abuf = la.data();
-  call.bbuf = lb.data();
-  call.cbuf = lc.data();
   call.alpha = static_cast<double>(*alpha);
   call.beta = static_cast<double>(*beta);
   call.panel = plan.options.panel;
   call.overlap = plan.options.overlap != 0;
-  tsr_status est = dc.member ? execute(call) : TSR_SUCCESS;
+  const size_t na = static_cast<size_t>(da.rows * da.cols), nb = static_cast<size_t>(db.rows * db.cols),
+               nc = static_cast<size_t>(dc.rows * dc.cols);
+  const size_t steps = std::max({ra.bytes(), rb.bytes(), *beta != T(0) ? rc.bytes() : size_t(0), work_bytes(call),
+                                 back.bytes()});
+  TSR_TRY(agree(*ctx->world, reserve(ctx, padded(na * sizeof(T)) + padded(nb * sizeof(T)) + padded(nc * sizeof(T)) +
+                                              steps)));
+  Arena arena(ctx);
+  T* la = arena.take<T>(na);
+  T* lb = arena.take<T>(nb);
+  T* lc = arena.take<T>(nc);
+  TSR_TRY(run_redistribution(ra, a, la, arena));
+  TSR_TRY(run_redistribution(rb, b, lb, arena));
+  if (*beta != T(0)) TSR_TRY(run_redistribution(rc, c, lc, arena));
+  call.abuf = la;
+  call.bbuf = lb;
+  call.cbuf = lc;
+  const size_t mark = arena.mark();
+  const tsr_status est = dc.member ? execute(call, arena) : TSR_SUCCESS;
+  arena.release(mark);
   TSR_TRY(agree(*ctx->world, est));
-  return redistribute(dc, lc.data(), 0, 0, sc, c, *ic - 1, *jc - 1, *m, *n);
+  return run_redistribution(back, lc, c, arena);
 }
 
 tsr_status create_scalapack(tsr_context ctx, const int* desc, tsr_dtype type, tsr_matrix* mat) {

@@ -23,6 +23,10 @@ struct tsr_context_s {
   std::unique_ptr<tsr::MpiBackend> backend;
   std::unique_ptr<tsr::Comm> world;  // transport view of `comm`
   int live_grids = 0;
+  // Workspace reused by the distributed GEMM and its redistributions
+  // (collectives/gemm_internal.hpp, Pool): grows to the largest call, freed
+  // with the context or by tsr_gemm_workspace_release.
+  std::shared_ptr<void> gemm_pool;
 
   std::mutex error_mutex;
   std::unordered_map<std::thread::id, std::string> errors;

@@ -174,6 +174,16 @@ typedef struct tsr_gemm_options {
 TSR_API tsr_status tsr_gemm(tsr_gemm_algo algo, tsr_trans transa, tsr_trans transb, double alpha,
                             tsr_matrix A, const void* a, tsr_matrix B, const void* b, double beta,
                             tsr_matrix C, void* c);
+/* Workspace. Each context keeps one workspace block for its multiplications
+ * and redistributions (gathered blocks, panels, partial products, packed
+ * messages): it grows to the largest call and is reused, so that large
+ * buffers are not allocated and first touched on every call (on the project
+ * machine that costs more than the communication). It is freed with the
+ * context, or now by this call. Its size per call is part of the plan's
+ * memory_bytes; a rank that cannot get it fails the call on every rank with
+ * TSR_ERR_NO_MEMORY before any data moves. Local. */
+TSR_API tsr_status tsr_gemm_workspace_release(tsr_context ctx);
+
 /* tsr_gemm with options (NULL: defaults). */
 TSR_API tsr_status tsr_gemm_ex(const tsr_gemm_options* options, tsr_trans transa, tsr_trans transb,
                                double alpha, tsr_matrix A, const void* a, tsr_matrix B,

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "gemm_core.hpp"
+#include "gemm_internal.hpp"
 #include "tessera/tessera.h"
 #include "tessera/tessera.hpp"
 #include "tsr_test.hpp"
@@ -264,6 +264,12 @@ void run_config(tsr_context ctx, const Config& cf, const Grid& grid) {
   }
 }
 
+// The workspace each call reserves covers everything the engines take.
+void expect_no_workspace_overflow(tsr_context ctx) {
+  const auto* pool = static_cast<const tsr::gemm::Pool*>(ctx->gemm_pool.get());
+  EXPECT_EQ(pool ? pool->overflows : 0u, 0u) << "an engine took more workspace than work_bytes() reserved";
+}
+
 template <class T>
 void run_all(tsr_context ctx) {
   const int p = world_size();
@@ -271,6 +277,7 @@ void run_all(tsr_context ctx) {
     Grid grid(ctx, cf.kind, cf.dims);
     run_config<T>(ctx, cf, grid);
   }
+  expect_no_workspace_overflow(ctx);
 }
 
 TEST(Gemm, EveryAlgorithmAndOpAgainstTheSerialReferenceDouble) {
@@ -501,6 +508,11 @@ TEST(GemmCounters, EveryRankMovesExactlyTheDocumentedBytes) {
         EXPECT_EQ(got.control.messages, p > 1 ? 4u * static_cast<unsigned>(p - 1) : 0u) << what;
       }
   }
+  expect_no_workspace_overflow(ctx);
+  // Releasing the workspace is local and leaves the context usable.
+  EXPECT_EQ(tsr_gemm_workspace_release(ctx), TSR_SUCCESS);
+  EXPECT_EQ(ctx.ctx->gemm_pool, nullptr);
+  EXPECT_EQ(tsr_gemm_workspace_release(nullptr), TSR_ERR_INVALID_ARG);
 }
 
 // ---------------------------------------------------------- plan, end to end

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "context.hpp"
+#include "gemm_internal.hpp"
 #include "tessera/tessera.h"
 #include "tsr_test.hpp"
 
@@ -222,6 +224,8 @@ TEST(GemmScalapack, DropInMatchesPdgemmWithOffsets) {
   if (world_size() > 1) {
     EXPECT_GT(moved, 0u) << "the drop-in's traffic is accounted in its context";
   }
+  const auto* pool = static_cast<const tsr::gemm::Pool*>(ctx->gemm_pool.get());
+  EXPECT_EQ(pool ? pool->overflows : 0u, 0u) << "the drop-in took more workspace than it reserved";
 }
 
 TEST(GemmScalapack, DropInMatchesPsgemmWithOffsets) {
