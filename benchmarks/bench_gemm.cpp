@@ -11,8 +11,10 @@
 // A (B v) for a fixed vector v).
 //
 //   mpiexec -n 4 bench_gemm [--n 4096 | --m M --n N --k K] [--type double|float]
-//           [--reps 5] [--nb 128[,64,...]] [--algos plan,1d,2d,2.5d,3d,dropin,pdgemm,cosma,serial]
+//           [--reps 5] [--nb 128[,64,...]]
+//           [--algos serial,plan,1d,2d,2.5d,3d,3d-cube,dropin,pdgemm,cosma]
 //           [--machine measure|default] [--csv out.csv] [--json out.json]
+//   bench_gemm --plan-only 64 --m 32768 --k 8192 --n 32768 --elem 2   (the planner alone)
 #include <cblas.h>
 #include <mpi.h>
 
@@ -140,7 +142,7 @@ struct Opts {
   bool dbl = true;
   int reps = 5;
   std::vector<int> nbs{128};
-  std::vector<std::string> algos{"serial", "plan", "1d", "2d", "2.5d", "3d", "dropin", "pdgemm", "cosma"};
+  std::vector<std::string> algos{"serial", "plan", "1d", "2d", "2.5d", "3d", "3d-cube", "dropin", "pdgemm", "cosma"};
   bool measure = true;
   std::string csv, json;
   bool want(const std::string& a) const { return std::find(algos.begin(), algos.end(), a) != algos.end(); }
@@ -186,7 +188,9 @@ struct Bench {
     return b;
   }
 
-  void add_tessera(const std::string& name, tsr_gemm_algo algo) {
+  // cube > 0: the 3D algorithm on the cube grid cube x cube x cube (roles
+  // i, j, k for m, n, k) instead of the planner's choice.
+  void add_tessera(const std::string& name, tsr_gemm_algo algo, int cube = 0) {
     auto v = std::make_unique<Variant>();
     v->row.name = name;
     tsr_gemm_problem pr = TSR_GEMM_PROBLEM_INIT;
@@ -204,6 +208,24 @@ struct Bench {
       v->row.why = tsr_last_error(nullptr);
       vars.push_back(std::move(v));
       return;
+    }
+    if (cube != 0) {
+      if (cube < 0) {
+        v->row.available = false;
+        v->row.why = std::to_string(g_size) + " ranks are not a cube";
+        vars.push_back(std::move(v));
+        return;
+      }
+      plan->grid_kind = TSR_GRID_3D;
+      plan->options.algo = TSR_GEMM_3D;
+      for (int x = 0; x < 3; ++x) {
+        plan->dims[x] = cube;
+        plan->roles[x] = cube > 1 ? x : -1;
+      }
+      plan->nranks = g_size;
+      plan->idle_ranks = 0;
+      ok(tsr_gemm_layouts(TSR_GEMM_3D, TSR_NOTRANS, TSR_NOTRANS, plan->roles, plan->layouts), nullptr,
+         "tsr_gemm_layouts");
     }
     keep.push_back(plan);
     char detail[160];
@@ -445,6 +467,11 @@ struct Bench {
     if (o.want("2d")) add_tessera("tessera 2D (SUMMA)", TSR_GEMM_2D);
     if (o.want("2.5d")) add_tessera("tessera 2.5D", TSR_GEMM_2P5D);
     if (o.want("3d")) add_tessera("tessera 3D", TSR_GEMM_3D);
+    if (o.want("3d-cube")) {
+      int q = 1;
+      while ((q + 1) * (q + 1) * (q + 1) <= g_size) ++q;
+      add_tessera("tessera 3D on the cube", TSR_GEMM_3D, q * q * q == g_size ? q : -1);
+    }
 #if TSR_BENCH_SCALAPACK
     for (int nb : o.nbs) {
       if (o.want("dropin")) add_blacs("dropin", nb);
@@ -624,6 +651,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   Opts o;
   bool square = true;
+  int plan_ranks = 0;
+  size_t elem = 8;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--n") o.n = std::atoll(v.c_str());
@@ -638,9 +667,38 @@ int main(int argc, char** argv) {
     else if (a == "--machine") o.measure = v != "default";
     else if (a == "--csv") o.csv = v;
     else if (a == "--json") o.json = v;
+    else if (a == "--plan-only") plan_ranks = std::atoi(v.c_str());
+    else if (a == "--elem") elem = static_cast<size_t>(std::atoi(v.c_str()));
     else die("unknown option " + a);
   }
   if (square) o.m = o.k = o.n;
+  if (plan_ranks > 0) {
+    // --plan-only R: the planner's choice per algorithm for R ranks (no run).
+    if (g_rank == 0) {
+      const tsr_gemm_algo algos[] = {TSR_GEMM_AUTO, TSR_GEMM_1D, TSR_GEMM_2D, TSR_GEMM_2P5D, TSR_GEMM_3D};
+      for (tsr_gemm_algo a : algos) {
+        tsr_gemm_problem pr = TSR_GEMM_PROBLEM_INIT;
+        pr.m = o.m;
+        pr.n = o.n;
+        pr.k = o.k;
+        pr.elem_size = elem;
+        pr.nranks = plan_ranks;
+        pr.algo = a;
+        pr.allow_idle = a == TSR_GEMM_AUTO ? 1 : 0;
+        tsr_gemm_plan plan;
+        if (tsr_gemm_plan_create(&pr, &plan) != TSR_SUCCESS) {
+          std::printf("%s: %s\n", tsr_gemm_algo_name(a), tsr_last_error(nullptr));
+          continue;
+        }
+        char text[2048];
+        tsr_gemm_plan_format(&plan, text, sizeof text, nullptr);
+        std::printf("[%s] %s  bytes per rank %.1f MiB, bound %.1f MiB\n", a == TSR_GEMM_AUTO ? "planned" : "only",
+                    text, plan.bytes / 1048576.0, plan.lower_bound_bytes / 1048576.0);
+      }
+    }
+    MPI_Finalize();
+    return 0;
+  }
   if (o.dbl)
     run<double>(o);
   else

@@ -242,6 +242,10 @@ tsr_status plan_create(const tsr_gemm_problem* p, tsr_gemm_plan* plan) {
   s.tb = p->transb == TSR_TRANS;
   s.w = static_cast<int64_t>(p->elem_size);
   const Machine mc = machine_of(p->machine);
+  if (candidates(s, p->nranks, p->allow_idle != 0, p->algo).empty())
+    return fail(TSR_ERR_SHAPE, "no %s grid fits %d ranks%s (2.5D needs q*q*c ranks with 2 <= c <= q, or q*q for c = 1; "
+                "3D at least two grid dimensions of extent > 1 or a 1D grid)",
+                tsr_gemm_algo_name(p->algo), p->nranks, p->allow_idle ? "" : " without idle ranks (allow_idle = 0)");
   Candidate best;
   const bool fits = choose(s, p->nranks, p->allow_idle != 0, p->algo, p->memory_per_rank, mc, &best);
   std::memset(plan, 0, sizeof *plan);

@@ -536,7 +536,7 @@ std::vector<Candidate> candidates(const Shape& s, int p, bool allow_idle, tsr_ge
         x.algo = TSR_GEMM_2P5D;
         x.kind = TSR_GRID_2P5D;  // q x q x c, c <= q, including the cube
         x.dims = d;
-        x.roles = {0, 1, 2};
+        x.roles = {qq > 1 ? 0 : -1, qq > 1 ? 1 : -1, c > 1 ? 2 : -1};
         out.push_back(x);
       }
       if (only == TSR_GEMM_AUTO || only == TSR_GEMM_3D) add_three_phase(out, kind, d);

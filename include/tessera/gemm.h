@@ -266,7 +266,9 @@ typedef struct tsr_gemm_plan {
  * TSR_ERR_NO_MEMORY with the plan of least memory in *plan and the bytes
  * missing per rank in plan->missing_bytes (and the message). Local: no
  * communication, the same answer on every rank. Errors: INVALID_ARG (NULL,
- * problem not initialised, sizes, elem_size, nranks < 1, algo), NO_MEMORY. */
+ * problem not initialised, sizes, elem_size, nranks < 1, algo), SHAPE (the
+ * algorithm asked for has no grid on nranks, e.g. 2.5D on 2 ranks without
+ * idle ranks), NO_MEMORY. */
 TSR_API tsr_status tsr_gemm_plan_create(const tsr_gemm_problem* problem, tsr_gemm_plan* plan);
 /* The plan as a few lines of text (like snprintf: *needed gets the full
  * length; buf may be NULL when len is 0). Local. */

@@ -427,6 +427,13 @@ TEST(GemmPlan, BadProblemsAreInvalidArguments) {
   bad = pr;
   bad.algo = static_cast<tsr_gemm_algo>(9);
   EXPECT_EQ(tsr_gemm_plan_create(&bad, &plan), TSR_ERR_INVALID_ARG);
+  bad = pr;
+  bad.nranks = 2;
+  bad.algo = TSR_GEMM_2P5D;
+  bad.allow_idle = 0;
+  EXPECT_EQ(tsr_gemm_plan_create(&bad, &plan), TSR_ERR_SHAPE);
+  EXPECT_NE(std::string(tsr_last_error(nullptr)).find("no 2.5D grid fits 2 ranks"), std::string::npos)
+      << tsr_last_error(nullptr);
   double b = 0;
   EXPECT_EQ(tsr_gemm_lower_bound(4, 4, 4, 8, 0, &b), TSR_ERR_INVALID_ARG);
   EXPECT_EQ(tsr_gemm_lower_bound(64, 64, 64, 8, 8, &b), TSR_SUCCESS);
