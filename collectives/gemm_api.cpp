@@ -181,8 +181,10 @@ tsr_status prepare(const tsr_gemm_options* opt, tsr_trans ta, tsr_trans tb, doub
     call->beta = beta;
     call->panel = o.panel;
     call->overlap = o.overlap != 0;
-    // The workspace, before anything moves: a rank short of memory fails
-    // the call everywhere.
+    // Message sizes and the workspace, before anything moves: a rank whose
+    // gathered blocks exceed MPI's int counts, or that is short of memory,
+    // fails the call everywhere.
+    TSR_TRY(count_limits(*call));
     return reserve(ctx, work_bytes(*call));
   };
   const tsr_status st = local();
@@ -326,7 +328,8 @@ tsr_status measure(tsr_context ctx, tsr_gemm_machine* out) {
   if (ctx->size > 1 && ctx->rank <= 1) {
     const int peer = 1 - ctx->rank;
     std::vector<unsigned char> buf(4u << 20);
-    auto pingpong = [&](size_t bytes, int reps) -> double {
+    // Seconds per message of `bytes`, half a round trip.
+    auto pingpong = [&](size_t bytes, int reps, double* t) -> tsr_status {
       const auto t0 = clock::now();
       for (int r = 0; r < reps; ++r) {
         if (ctx->rank == 0) {
@@ -337,11 +340,13 @@ tsr_status measure(tsr_context ctx, tsr_gemm_machine* out) {
           TSR_TRY(send(world, buf.data(), bytes, TSR_BYTE, peer, 0x7e52, nullptr, Traffic::control));
         }
       }
-      return std::chrono::duration<double>(clock::now() - t0).count() / (2.0 * reps);
+      *t = std::chrono::duration<double>(clock::now() - t0).count() / (2.0 * reps);
+      return TSR_SUCCESS;
     };
-    (void)pingpong(8, 10);
-    const double t_small = pingpong(8, 200);
-    const double t_big = pingpong(buf.size(), 5);
+    double warm = 0, t_small = 0, t_big = 0;
+    TSR_TRY(pingpong(8, 10, &warm));
+    TSR_TRY(pingpong(8, 200, &t_small));
+    TSR_TRY(pingpong(buf.size(), 5, &t_big));
     v[0] = t_small;
     v[1] = std::max(1e-13, (t_big - t_small) / static_cast<double>(buf.size()));
   }
@@ -447,6 +452,61 @@ tsr_status tsr_gemm_plan_format(const tsr_gemm_plan* plan, char* buf, size_t len
     return TSR_SUCCESS;
   }();
   return finish(nullptr, "tsr_gemm_plan_format", st);
+}
+
+tsr_status tsr_gemm_report_format(tsr_report report, const char* region, const tsr_gemm_plan* plan, int calls,
+                                  char* buf, size_t len, size_t* needed, double* bytes) {
+  tsr_status st = [&]() -> tsr_status {
+    TSR_CHECK_NOT_NULL(report);
+    TSR_CHECK_NOT_NULL(region);
+    TSR_CHECK_NOT_NULL(plan);
+    if (calls < 1) return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'calls' = %d must be >= 1", calls);
+    if (buf == nullptr && len > 0) return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'buf' is NULL with len = %zu", len);
+    int count = 0, idx = -1;
+    if (tsr_report_region_count(report, &count) != TSR_SUCCESS) return tsr::fail(TSR_ERR_INVALID_ARG, "bad report");
+    for (int r = 0; r < count && idx < 0; ++r) {
+      const char* path = nullptr;
+      if (tsr_report_region_path(report, r, &path) == TSR_SUCCESS && std::strcmp(path, region) == 0) idx = r;
+    }
+    if (idx < 0) return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'region' = \"%s\" is not in the report", region);
+    const int ranks = plan->nranks + plan->idle_ranks;
+    double worst = 0, worst_msgs = 0;
+    int who = 0;
+    for (int r = 0; r < ranks; ++r) {
+      tsr_counters c;
+      if (tsr_report_rank_counters(report, idx, r, &c) != TSR_SUCCESS)
+        return tsr::fail(TSR_ERR_INVALID_ARG, "the report does not hold rank %d's counters: call this on the report's "
+                         "root (and for a plan of this context's size, %d ranks)", r, ranks);
+      double b = 0, msgs = 0;
+      for (int x = 0; x < TSR_PEER_CLASSES; ++x) {
+        b += static_cast<double>(c.coll_wire_recv[x].bytes + c.p2p_recv[x].bytes);
+        msgs += static_cast<double>(c.coll_wire_recv[x].messages + c.p2p_recv[x].messages);
+      }
+      if (b > worst || r == 0) {
+        worst = b;
+        worst_msgs = msgs;
+        who = r;
+      }
+    }
+    worst /= calls;
+    worst_msgs /= calls;
+    if (bytes) *bytes = worst;
+    char text[512];
+    std::snprintf(text, sizeof text,
+                  "%s: busiest rank (%d) received %.6g bytes in %.6g messages per call; plan %.6g bytes; lower bound "
+                  "%.6g bytes; measured / bound = %.3f\n",
+                  region, who, worst, worst_msgs, plan->bytes, plan->lower_bound_bytes,
+                  plan->lower_bound_bytes > 0 ? worst / plan->lower_bound_bytes : 0.0);
+    const size_t n = std::strlen(text);
+    if (needed) *needed = n;
+    if (len > 0) {
+      const size_t c = std::min(len - 1, n);
+      std::memcpy(buf, text, c);
+      buf[c] = '\0';
+    }
+    return TSR_SUCCESS;
+  }();
+  return finish(nullptr, "tsr_gemm_report_format", st);
 }
 
 tsr_status tsr_gemm_lower_bound(int64_t m, int64_t n, int64_t k, size_t elem_size, int p, double* bytes) {

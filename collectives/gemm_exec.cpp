@@ -431,6 +431,20 @@ tsr_status summa(const Call& x, Arena& arena) {
 
 }  // namespace
 
+// The widest SUMMA panel this rank's layer runs.
+int64_t summa_wmax(const Call& x) {
+  const Roles& r = x.roles;
+  const Dist& C = *x.c;
+  const Dims& dims = C.dims;
+  const int pm = r.m >= 0 ? dims[static_cast<size_t>(r.m)] : 1, pn = r.n >= 0 ? dims[static_cast<size_t>(r.n)] : 1;
+  const int pd = r.k >= 0 ? dims[static_cast<size_t>(r.k)] : 1, l = r.k >= 0 ? C.coords[static_cast<size_t>(r.k)] : 0;
+  const std::vector<Panel> all = panels(x.shape.k, pm, pn, x.panel);
+  const Range mine = layer_panels(all.size(), pd, l);
+  int64_t wmax = 0;
+  for (int64_t t = mine.off; t < mine.end(); ++t) wmax = std::max(wmax, all[static_cast<size_t>(t)].w);
+  return wmax;
+}
+
 size_t work_bytes(const Call& x) {
   const Shape& s = x.shape;
   const Roles& r = x.roles;
@@ -452,12 +466,7 @@ size_t work_bytes(const Call& x) {
   }
   if (kd >= 0) add(static_cast<size_t>(mr.len * nr.len));  // W
   if (!three) {
-    const int pm = r.m >= 0 ? dims[static_cast<size_t>(r.m)] : 1, pn = r.n >= 0 ? dims[static_cast<size_t>(r.n)] : 1;
-    const int pd = kd >= 0 ? dims[static_cast<size_t>(kd)] : 1, l = kd >= 0 ? co[static_cast<size_t>(kd)] : 0;
-    const std::vector<Panel> all = panels(s.k, pm, pn, x.panel);
-    const Range mine = layer_panels(all.size(), pd, l);
-    int64_t wmax = 0;
-    for (int64_t t = mine.off; t < mine.end(); ++t) wmax = std::max(wmax, all[static_cast<size_t>(t)].w);
+    const int64_t wmax = summa_wmax(x);
     for (int sl = 0; sl < 2; ++sl) {
       add(static_cast<size_t>(mr.len * wmax));
       add(static_cast<size_t>(wmax * nr.len));
@@ -467,6 +476,26 @@ size_t work_bytes(const Call& x) {
   add(rw.packed);
   add(rw.piece);
   return bytes;
+}
+
+tsr_status count_limits(const Call& x) {
+  const Shape& s = x.shape;
+  const Roles& r = x.roles;
+  const Dist &A = *x.a, &B = *x.b, &C = *x.c;
+  if (!C.member) return TSR_SUCCESS;
+  const Range mr = role_range(s.m, C.dims, r.m, C.coords), nr = role_range(s.n, C.dims, r.n, C.coords);
+  const bool three = engine_of(x.algo) == Engine::three_phase;
+  const int ga = three ? r.n : r.k, gb = three ? r.m : r.k;
+  const size_t a = gather_work(A, s.ta ? s.k : s.m, s.ta ? s.m : s.k, ga).recv;
+  const size_t b = gather_work(B, s.tb ? s.n : s.k, s.tb ? s.k : s.n, gb).recv;
+  const int64_t wmax = three ? 0 : summa_wmax(x);
+  const size_t panel_a = static_cast<size_t>(mr.len * wmax), panel_b = static_cast<size_t>(wmax * nr.len);
+  const size_t w = static_cast<size_t>(mr.len * nr.len);
+  const size_t biggest = std::max({a, b, w, three ? size_t(0) : std::max(panel_a, panel_b)});
+  if (biggest > static_cast<size_t>(INT_MAX))
+    return fail(TSR_ERR_UNSUPPORTED, "this rank would move a block of %zu elements in one message, over MPI's INT_MAX "
+                "counts: use more ranks%s", biggest, three ? "" : " or a panel width (tsr_gemm_options.panel)");
+  return TSR_SUCCESS;
 }
 
 tsr_status execute(const Call& x, Arena& arena) {

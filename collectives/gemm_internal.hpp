@@ -123,6 +123,9 @@ struct Call {
 tsr_status execute(const Call& call, Arena& arena);
 // Bytes of pool the engine takes for this call on this rank (0 off the grid).
 size_t work_bytes(const Call& call);
+// TSR_ERR_UNSUPPORTED if a message of this call would exceed INT_MAX
+// elements on this rank (gathered blocks, partial products, panels).
+tsr_status count_limits(const Call& call);
 
 // A redistribution, computed before anything moves (pure): the messages this
 // rank sends and receives and what it copies locally.

@@ -77,7 +77,8 @@ typedef struct tsr_matrix_s* tsr_matrix;
  * matrices before their grid. Collective over the grid's context (idle ranks
  * too). Errors: INVALID_ARG (NULL, type, layout names a dimension twice or
  * one that is not 0..2, block sizes, arguments differ across ranks), SHAPE
- * (m or n negative, ld too small, a local block over INT_MAX elements). */
+ * (m or n negative, ld too small), UNSUPPORTED (a local block over INT_MAX
+ * elements). */
 TSR_API tsr_status tsr_matrix_create(tsr_grid grid, int64_t m, int64_t n, tsr_dtype type,
                                      const tsr_layout* layout, int64_t ld, tsr_matrix* mat);
 /* Free a descriptor; sets *mat to NULL (NULL is a no-op). Local. */
@@ -279,6 +280,16 @@ TSR_API tsr_status tsr_gemm_plan_format(const tsr_gemm_plan* plan, char* buf, si
 TSR_API tsr_status tsr_gemm_execute(const tsr_gemm_plan* plan, double alpha, tsr_matrix A,
                                     const void* a, tsr_matrix B, const void* b, double beta,
                                     tsr_matrix C, void* c);
+/* Measured against the bound: from a report (tsr_report_create) that holds
+ * region `region` in which `calls` multiplications of the plan's problem
+ * ran, the busiest rank's received bytes and messages per call (the wire
+ * model's collective traffic plus point-to-point payload, control excluded),
+ * next to the plan's model and the lower bound, as one line of text (like
+ * snprintf). Needs every rank's counters: call it on the report's root
+ * (INVALID_ARG elsewhere). *bytes (may be NULL) gets the measured bytes per
+ * call. Local. */
+TSR_API tsr_status tsr_gemm_report_format(tsr_report report, const char* region, const tsr_gemm_plan* plan,
+                                          int calls, char* buf, size_t len, size_t* needed, double* bytes);
 /* The memory-independent lower bound (Al Daas, Ballard, Grigori, Kumar,
  * Rouse 2022) on the elements the busiest of p ranks must receive to
  * multiply m x k by k x n, times elem_size (docs/GEMM.md). Local. */

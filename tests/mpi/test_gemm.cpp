@@ -577,6 +577,42 @@ TEST(GemmPlan, PlanGridScatterExecuteGather) {
   }
 }
 
+TEST(GemmPlan, ReportGivesMeasuredBytesAgainstTheBound) {
+  tsr_test::Ctx ctx;
+  const int p = world_size();
+  const int64_t n = 24;  // divides evenly on every plan here: the plan's figure is exact
+  tsr_gemm_problem pr = TSR_GEMM_PROBLEM_INIT;
+  pr.m = pr.n = pr.k = n;
+  pr.nranks = p;
+  pr.allow_idle = 0;
+  tsr_gemm_plan plan;
+  ASSERT_EQ(tsr_gemm_plan_create(&pr, &plan), TSR_SUCCESS);
+  Grid grid(ctx, plan.grid_kind, {plan.dims[0], plan.dims[1], plan.dims[2]});
+  Mat A(grid.g, n, n, TSR_FLOAT64, plan.layouts[0]), B(grid.g, n, n, TSR_FLOAT64, plan.layouts[1]),
+      C(grid.g, n, n, TSR_FLOAT64, plan.layouts[2]);
+  std::vector<double> a = fill<double>(A.h, 1), b = fill<double>(B.h, 2), c = fill<double>(C.h, 3);
+  ASSERT_EQ(tsr_region_begin(ctx, "gemm"), TSR_SUCCESS);
+  for (int call = 0; call < 2; ++call)
+    ASSERT_EQ(tsr_gemm_execute(&plan, 1.0, A.h, a.data(), B.h, b.data(), 0.0, C.h, c.data()), TSR_SUCCESS)
+        << tsr_last_error(ctx);
+  ASSERT_EQ(tsr_region_end(ctx, "gemm"), TSR_SUCCESS);
+  tsr_report report = nullptr;
+  ASSERT_EQ(tsr_report_create(ctx, 0, &report), TSR_SUCCESS);
+  char text[512];
+  double measured = -1;
+  const tsr_status st = tsr_gemm_report_format(report, "gemm", &plan, 2, text, sizeof text, nullptr, &measured);
+  if (world_rank() == 0) {
+    ASSERT_EQ(st, TSR_SUCCESS) << tsr_last_error(nullptr);
+    EXPECT_DOUBLE_EQ(measured, plan.bytes) << text;
+    EXPECT_TRUE(contains(text, "measured / bound")) << text;
+  } else if (p > 1) {
+    EXPECT_EQ(st, TSR_ERR_INVALID_ARG);
+  }
+  EXPECT_EQ(tsr_gemm_report_format(report, "nowhere", &plan, 1, text, sizeof text, nullptr, nullptr),
+            TSR_ERR_INVALID_ARG);
+  EXPECT_EQ(tsr_report_destroy(&report), TSR_SUCCESS);
+}
+
 TEST(GemmPlan, MachineMeasurementAgreesOnEveryRank) {
   tsr_test::Ctx ctx;
   tsr_gemm_machine mc{0, 0, 0};
