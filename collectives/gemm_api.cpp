@@ -289,7 +289,7 @@ tsr_status plan_create(const tsr_gemm_problem* p, tsr_gemm_plan* plan) {
 
 std::string plan_text(const tsr_gemm_plan& p) {
   char buf[1024];
-  const char* kinds[] = {"?", "1D", "2D", "2.5D", "3D"};
+  const char* kinds[] = {"?", "1D", "2D", "2.5D", "3D", "3D-any"};
   const double ratio = p.lower_bound_bytes > 0 ? p.bytes / p.lower_bound_bytes : 0.0;
   std::snprintf(buf, sizeof buf,
                 "tessera GEMM plan: %lld x %lld x %lld, %zu-byte elements, op %c%c\n"
@@ -299,7 +299,7 @@ std::string plan_text(const tsr_gemm_plan& p) {
                 "  modelled time %.4g s (alpha %.3g s, beta %.3g s/B, gamma %.3g s/flop)%s\n",
                 static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k), p.elem_size,
                 p.transa ? 'T' : 'N', p.transb ? 'T' : 'N', tsr_gemm_algo_name(p.options.algo),
-                kinds[p.grid_kind >= 1 && p.grid_kind <= 4 ? p.grid_kind : 0], p.dims[0], p.dims[1], p.dims[2],
+                kinds[p.grid_kind >= 1 && p.grid_kind <= 5 ? p.grid_kind : 0], p.dims[0], p.dims[1], p.dims[2],
                 p.nranks, p.idle_ranks, dim_name(p.roles[0]), dim_name(p.roles[1]),
                 engine_of(p.options.algo) == Engine::summa ? "depth" : "k", dim_name(p.roles[2]),
                 static_cast<long long>(p.options.panel), p.flops, p.bytes, p.messages, p.memory_bytes,

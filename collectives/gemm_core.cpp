@@ -525,22 +525,35 @@ std::vector<Candidate> candidates(const Shape& s, int p, bool allow_idle, tsr_ge
     }
     if (only == TSR_GEMM_3D) add_three_phase(out, TSR_GRID_1D, Dims{q, 1, 1});
     // 2.5D: c >= 2 (c = 1 is 2D), unless 2.5D alone was asked for.
-    for (int c = only == TSR_GEMM_2P5D ? 1 : 2; c * c * c <= q; ++c) {
-      if (q % c) continue;
-      const int qq = static_cast<int>(std::lround(std::sqrt(static_cast<double>(q / c))));
-      if (qq * qq != q / c || c > qq) continue;
-      const Dims d{qq, qq, c};
-      const tsr_grid_kind kind = c == qq ? TSR_GRID_3D : TSR_GRID_2P5D;
-      if (only == TSR_GEMM_AUTO || only == TSR_GEMM_2P5D) {
+    if (only == TSR_GEMM_AUTO || only == TSR_GEMM_2P5D)
+      for (int c = only == TSR_GEMM_2P5D ? 1 : 2; c * c * c <= q; ++c) {
+        if (q % c) continue;
+        const int qq = static_cast<int>(std::lround(std::sqrt(static_cast<double>(q / c))));
+        if (qq * qq != q / c || c > qq) continue;
         Candidate x;
         x.algo = TSR_GEMM_2P5D;
         x.kind = TSR_GRID_2P5D;  // q x q x c, c <= q, including the cube
-        x.dims = d;
+        x.dims = {qq, qq, c};
         x.roles = {qq > 1 ? 0 : -1, qq > 1 ? 1 : -1, c > 1 ? 2 : -1};
         out.push_back(x);
       }
-      if (only == TSR_GEMM_AUTO || only == TSR_GEMM_3D) add_three_phase(out, kind, d);
-    }
+    // 3D on every a x b x c = q with all three > 1 (shape-driven): the cube
+    // on a 3D grid, the others on a 3D_ANY grid, roles m, n, k = i, j, k
+    // (the ordered shapes cover every assignment).
+    if (only == TSR_GEMM_AUTO || only == TSR_GEMM_3D)
+      for (int a = 2; a * 4 <= q; ++a) {
+        if (q % a) continue;
+        for (int b = 2; a * b * 2 <= q; ++b) {
+          if ((q / a) % b) continue;
+          const int c = q / a / b;
+          Candidate x;
+          x.algo = TSR_GEMM_3D;
+          x.kind = a == b && b == c ? TSR_GRID_3D : TSR_GRID_3D_ANY;
+          x.dims = {a, b, c};
+          x.roles = {0, 1, 2};
+          out.push_back(x);
+        }
+      }
   }
   return out;
 }

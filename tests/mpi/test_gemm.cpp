@@ -152,6 +152,7 @@ struct Config {
 };
 
 std::vector<Config> all_configs(int p);
+bool only_at_eight(const Config& c);
 
 // The configurations run at a world size. Under oversubscription (8 ranks
 // on a small machine) every collective costs a scheduler slice, so 8 ranks
@@ -163,7 +164,7 @@ std::vector<Config> configs(int p) {
   std::vector<Config> out;
   bool one_d = false, two_d = false, three_on_2d = false;
   for (const Config& c : all) {
-    bool keep = c.kind == TSR_GRID_2P5D || c.kind == TSR_GRID_3D;
+    bool keep = only_at_eight(c);
     if (!keep && c.algo == TSR_GEMM_1D && !one_d) keep = one_d = true;
     if (!keep && c.algo == TSR_GEMM_2D && !two_d) keep = two_d = true;
     if (!keep && c.algo == TSR_GEMM_3D && !three_on_2d) keep = three_on_2d = true;
@@ -173,7 +174,9 @@ std::vector<Config> configs(int p) {
 }
 
 // Grids that exist at 8 ranks only: run every shape there.
-bool only_at_eight(const Config& c) { return c.kind == TSR_GRID_2P5D || c.kind == TSR_GRID_3D; }
+bool only_at_eight(const Config& c) {
+  return c.kind == TSR_GRID_2P5D || c.kind == TSR_GRID_3D || c.kind == TSR_GRID_3D_ANY;
+}
 
 // Every configuration that fits the world size.
 std::vector<Config> all_configs(int p) {
@@ -196,7 +199,9 @@ std::vector<Config> all_configs(int p) {
     out.push_back({TSR_GRID_2D, d2, TSR_GEMM_3D, {r0, -1, r1}});
     out.push_back({TSR_GRID_2D, d2, TSR_GEMM_3D, {-1, r1, r0}});
   }
+  if (p == 4) out.push_back({TSR_GRID_3D_ANY, {2, 1, 2}, TSR_GEMM_3D, {0, -1, 2}});
   if (p == 8) {
+    out.push_back({TSR_GRID_3D_ANY, {1, 4, 2}, TSR_GEMM_3D, {-1, 1, 2}});
     out.push_back({TSR_GRID_2P5D, {2, 2, 2}, TSR_GEMM_2P5D, {0, 1, 2}});
     out.push_back({TSR_GRID_2P5D, {2, 2, 2}, TSR_GEMM_2P5D, {0, 1, 2}, 1, 1});
     out.push_back({TSR_GRID_3D, {2, 2, 2}, TSR_GEMM_3D, {0, 1, 2}});
