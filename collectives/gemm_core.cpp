@@ -268,15 +268,23 @@ namespace {
 int64_t elems(const Layout& l, int64_t rows, int64_t cols, const Dims& c) {
   return local_len(l.rows, rows, c) * local_len(l.cols, cols, c);
 }
-// Bytes of each member's local block along grid dimension d.
-std::vector<uint64_t> along(const Layout& l, int64_t rows, int64_t cols, const Dims& c, int d, int parts, int64_t w) {
-  std::vector<uint64_t> v(static_cast<size_t>(parts));
+// A v-collective along grid dimension d over the members' local blocks of a
+// (balanced) layout: the total (the block with d's split undone) and the
+// blocks of this rank and its ring neighbours, in O(1).
+Op along(OpKind kind, const Layout& l, int64_t rows, int64_t cols, const Dims& c, int d, int parts, int64_t w) {
+  Op op{kind, d};
+  const Range gr = share(l.rows, rows, c, d), gc = share(l.cols, cols, c, d);
+  op.total = static_cast<uint64_t>(gr.len * gc.len * w);
   Dims x = c;
-  for (int g = 0; g < parts; ++g) {
-    x[static_cast<size_t>(d)] = g;
-    v[static_cast<size_t>(g)] = static_cast<uint64_t>(elems(l, rows, cols, x) * w);
-  }
-  return v;
+  auto block = [&](int g) {
+    x[static_cast<size_t>(d)] = ((g % parts) + parts) % parts;
+    return static_cast<uint64_t>(elems(l, rows, cols, x) * w);
+  };
+  const int me = c[static_cast<size_t>(d)];
+  op.mine = block(me);
+  op.next = block(me + 1);
+  op.prev = block(me - 1);
+  return op;
 }
 Range role_range(int64_t n, const Dims& dims, int role, const Dims& c) {
   return role >= 0 ? balanced(n, dims[static_cast<size_t>(role)], c[static_cast<size_t>(role)]) : Range{0, n};
@@ -293,36 +301,44 @@ std::vector<Op> raw_schedule(tsr_gemm_algo algo, const Dims& dims, const Roles& 
   const Range mr = role_range(s.m, dims, r.m, co), nr = role_range(s.n, dims, r.n, co);
   if (engine_of(algo) == Engine::three_phase) {
     if (r.n >= 0 && a.uses(r.n))
-      ops.push_back({OpKind::allgatherv, r.n, along(a, ar, ac, co, r.n, dims[static_cast<size_t>(r.n)], s.w), -1});
+      ops.push_back(along(OpKind::allgatherv, a, ar, ac, co, r.n, dims[static_cast<size_t>(r.n)], s.w));
     if (r.m >= 0 && b.uses(r.m))
-      ops.push_back({OpKind::allgatherv, r.m, along(b, br, bc, co, r.m, dims[static_cast<size_t>(r.m)], s.w), -1});
+      ops.push_back(along(OpKind::allgatherv, b, br, bc, co, r.m, dims[static_cast<size_t>(r.m)], s.w));
     if (r.k >= 0) {
       if (c.uses(r.k))
-        ops.push_back({OpKind::reduce_scatterv, r.k, along(c, s.m, s.n, co, r.k, dims[static_cast<size_t>(r.k)], s.w), -1});
+        ops.push_back(along(OpKind::reduce_scatterv, c, s.m, s.n, co, r.k, dims[static_cast<size_t>(r.k)], s.w));
       else
-        ops.push_back({OpKind::allreduce, r.k, {static_cast<uint64_t>(mr.len * nr.len * s.w)}, -1});
+        ops.push_back(Op{OpKind::allreduce, r.k, static_cast<uint64_t>(mr.len * nr.len * s.w)});
     }
     return ops;
   }
   const int d = r.k;
   if (d >= 0 && a.uses(d))
-    ops.push_back({OpKind::allgatherv, d, along(a, ar, ac, co, d, dims[static_cast<size_t>(d)], s.w), -1});
+    ops.push_back(along(OpKind::allgatherv, a, ar, ac, co, d, dims[static_cast<size_t>(d)], s.w));
   if (d >= 0 && b.uses(d))
-    ops.push_back({OpKind::allgatherv, d, along(b, br, bc, co, d, dims[static_cast<size_t>(d)], s.w), -1});
+    ops.push_back(along(OpKind::allgatherv, b, br, bc, co, d, dims[static_cast<size_t>(d)], s.w));
   const int pm = r.m >= 0 ? dims[static_cast<size_t>(r.m)] : 1, pn = r.n >= 0 ? dims[static_cast<size_t>(r.n)] : 1;
   const int pd = d >= 0 ? dims[static_cast<size_t>(d)] : 1, l = d >= 0 ? co[static_cast<size_t>(d)] : 0;
   const std::vector<Panel> all = panels(s.k, pm, pn, panel);
   const Range mine = layer_panels(all.size(), pd, l);
   for (int64_t t = mine.off; t < mine.end(); ++t) {
     const Panel& p = all[static_cast<size_t>(t)];
-    if (r.n >= 0) ops.push_back({OpKind::bcast, r.n, {static_cast<uint64_t>(mr.len * p.w * s.w)}, p.a_root});
-    if (r.m >= 0) ops.push_back({OpKind::bcast, r.m, {static_cast<uint64_t>(p.w * nr.len * s.w)}, p.b_root});
+    if (r.n >= 0) {
+      Op op{OpKind::bcast, r.n, static_cast<uint64_t>(mr.len * p.w * s.w)};
+      op.root = p.a_root;
+      ops.push_back(op);
+    }
+    if (r.m >= 0) {
+      Op op{OpKind::bcast, r.m, static_cast<uint64_t>(p.w * nr.len * s.w)};
+      op.root = p.b_root;
+      ops.push_back(op);
+    }
   }
   if (d >= 0) {
     if (c.uses(d))
-      ops.push_back({OpKind::reduce_scatterv, d, along(c, s.m, s.n, co, d, pd, s.w), -1});
+      ops.push_back(along(OpKind::reduce_scatterv, c, s.m, s.n, co, d, pd, s.w));
     else
-      ops.push_back({OpKind::allreduce, d, {static_cast<uint64_t>(mr.len * nr.len * s.w)}, -1});
+      ops.push_back(Op{OpKind::allreduce, d, static_cast<uint64_t>(mr.len * nr.len * s.w)});
   }
   return ops;
 }
@@ -333,11 +349,8 @@ std::vector<Op> schedule(tsr_gemm_algo algo, const Dims& dims, const Roles& r, c
   // Collectives that move nothing on every member are skipped.
   std::vector<Op> ops = raw_schedule(algo, dims, r, s, a, b, c, panel, co);
   std::vector<Op> out;
-  for (Op& op : ops) {
-    uint64_t sum = 0;
-    for (uint64_t x : op.bytes) sum += x;
-    if (sum > 0) out.push_back(std::move(op));
-  }
+  for (Op& op : ops)
+    if (op.total > 0) out.push_back(op);
   return out;
 }
 
@@ -347,43 +360,57 @@ Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape
   const std::vector<Op> ops = schedule(algo, dims, r, s, a, b, c, panel, co);
   for (const Op& op : ops) {
     const int p = dims[static_cast<size_t>(op.dim)], me = co[static_cast<size_t>(op.dim)];
-    uint64_t total = 0;
-    for (uint64_t x : op.bytes) total += x;
-    WireModel wm;
+    const uint64_t ring = static_cast<uint64_t>(p - 1);
     switch (op.kind) {
-      case OpKind::allgatherv:
-        out.payload_sent += op.bytes[static_cast<size_t>(me)];
-        out.payload_recv += total;
-        wm = model_allgatherv(me, p, op.bytes);
+      case OpKind::allgatherv:  // ring (docs/ACCOUNTING.md)
+        out.payload_sent += op.mine;
+        out.payload_recv += op.total;
+        out.wire_sent += op.total - op.next;
+        out.wire_recv += op.total - op.mine;
+        out.msgs_sent += ring;
+        out.msgs_recv += ring;
         out.path_msgs += p - 1;
         break;
       case OpKind::reduce_scatterv:
-        out.payload_sent += total;
-        out.payload_recv += op.bytes[static_cast<size_t>(me)];
-        wm = model_reduce_scatterv(me, p, op.bytes);
+        out.payload_sent += op.total;
+        out.payload_recv += op.mine;
+        out.wire_sent += op.total - op.mine;
+        out.wire_recv += op.total - op.prev;
+        out.msgs_sent += ring;
+        out.msgs_recv += ring;
         out.path_msgs += p - 1;
         break;
-      case OpKind::allreduce:
-        out.payload_sent += total;
-        out.payload_recv += total;
-        wm = model_allreduce(me, p, total / static_cast<uint64_t>(s.w), static_cast<uint64_t>(s.w));
+      case OpKind::allreduce: {
+        out.payload_sent += op.total;
+        out.payload_recv += op.total;
+        const WireModel wm = model_allreduce(me, p, op.total / static_cast<uint64_t>(s.w), static_cast<uint64_t>(s.w));
+        for (const WireEdge& e : wm.sent) {
+          out.wire_sent += e.bytes;
+          out.msgs_sent += e.messages;
+        }
+        for (const WireEdge& e : wm.recv) {
+          out.wire_recv += e.bytes;
+          out.msgs_recv += e.messages;
+        }
         out.path_msgs += 2.0 * (p - 1);
         break;
-      case OpKind::bcast:
-        (me == op.root ? out.payload_sent : out.payload_recv) += total;
-        wm = model_bcast(me, p, op.root, total);
+      }
+      case OpKind::bcast: {
+        (me == op.root ? out.payload_sent : out.payload_recv) += op.total;
+        const WireModel wm = model_bcast(me, p, op.root, op.total);
+        for (const WireEdge& e : wm.sent) {
+          out.wire_sent += e.bytes;
+          out.msgs_sent += e.messages;
+        }
+        for (const WireEdge& e : wm.recv) {
+          out.wire_recv += e.bytes;
+          out.msgs_recv += e.messages;
+        }
         out.path_msgs += std::ceil(std::log2(static_cast<double>(p)));
         break;
+      }
     }
     out.calls[static_cast<int>(op.kind)] += 1;
-    for (const WireEdge& e : wm.sent) {
-      out.wire_sent += e.bytes;
-      out.msgs_sent += e.messages;
-    }
-    for (const WireEdge& e : wm.recv) {
-      out.wire_recv += e.bytes;
-      out.msgs_recv += e.messages;
-    }
   }
   // Flops, operands and workspace (elements).
   const int64_t ar = s.ta ? s.k : s.m, ac = s.ta ? s.m : s.k;
@@ -492,11 +519,15 @@ void add_three_phase(std::vector<Candidate>& out, tsr_grid_kind kind, const Dims
 
 }  // namespace
 
+constexpr int kMaxSummaSteps = 2048;
+
 std::vector<Candidate> candidates(const Shape& s, int p, bool allow_idle, tsr_gemm_algo only) {
   (void)s;
   std::vector<Candidate> out;
+  // Idle ranks are for awkward counts (primes, few factors): counts down to
+  // p/2 for p <= 64, else the 64 counts below p.
   int lo = p;
-  if (allow_idle) lo = p <= 64 ? (p + 1) / 2 : p - p / 8;
+  if (allow_idle) lo = p <= 64 ? (p + 1) / 2 : p - 64;
   for (int q = p; q >= std::max(1, lo); --q) {
     // 1D: one dimension of q ranks splitting m, n or k.
     if (only == TSR_GEMM_AUTO || only == TSR_GEMM_1D) {
@@ -513,7 +544,9 @@ std::vector<Candidate> candidates(const Shape& s, int p, bool allow_idle, tsr_ge
     for (int pr = 1; pr <= q; ++pr) {
       if (q % pr) continue;
       const Dims d{pr, q / pr, 1};
-      if (only == TSR_GEMM_AUTO || only == TSR_GEMM_2D) {
+      // SUMMA runs about pr + pc broadcast steps: beyond a few thousand the
+      // latency alone rules a grid out (and evaluating it costs O(steps)).
+      if ((only == TSR_GEMM_AUTO || only == TSR_GEMM_2D) && pr + q / pr <= kMaxSummaSteps) {
         Candidate c;
         c.algo = TSR_GEMM_2D;
         c.kind = TSR_GRID_2D;
@@ -529,7 +562,7 @@ std::vector<Candidate> candidates(const Shape& s, int p, bool allow_idle, tsr_ge
       for (int c = only == TSR_GEMM_2P5D ? 1 : 2; c * c * c <= q; ++c) {
         if (q % c) continue;
         const int qq = static_cast<int>(std::lround(std::sqrt(static_cast<double>(q / c))));
-        if (qq * qq != q / c || c > qq) continue;
+        if (qq * qq != q / c || c > qq || 2 * qq > kMaxSummaSteps) continue;
         Candidate x;
         x.algo = TSR_GEMM_2P5D;
         x.kind = TSR_GRID_2P5D;  // q x q x c, c <= q, including the cube

@@ -121,9 +121,10 @@ inline Range layer_panels(size_t count, int pd, int l) { return balanced(static_
 enum class OpKind { allgatherv, reduce_scatterv, allreduce, bcast };
 struct Op {
   OpKind kind;
-  int dim;                       // grid dimension of the axis
-  std::vector<uint64_t> bytes;   // v-ops: bytes of each member's block; allreduce/bcast: {n}
-  int root = -1;                 // bcast
+  int dim;             // grid dimension of the axis
+  uint64_t total = 0;  // v-ops: bytes of all members' blocks; allreduce, bcast: the bytes
+  uint64_t mine = 0, next = 0, prev = 0;  // v-ops: the blocks of this rank, of r+1 and of r-1
+  int root = -1;       // bcast
 };
 std::vector<Op> schedule(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape& s, const Layout& a,
                          const Layout& b, const Layout& c, int64_t panel, const Dims& coords);
