@@ -2,7 +2,8 @@
 // 2.5D and 3D algorithms, the pdgemm drop-in, ScaLAPACK's pdgemm and (when
 // built with it) COSMA, on the same ranks and sizes in one run, plus one
 // rank's local GEMM for reference. Variants run round-robin, one repetition
-// of each in turn, so that all of them see the same machine; each time is
+// of each in turn (the order rotating by one per round), so that all of
+// them see the same machine; each time is
 // the slowest rank's (barrier, then max over ranks), and the table gives the
 // median over repetitions. Bytes and messages per rank are the busiest
 // rank's wire-received bytes and messages from tessera's ledger (data moved
@@ -491,9 +492,14 @@ struct Bench {
   }
 
   void measure() {
-    // One warm-up run of each, then the repetitions round-robin.
+    // One warm-up run of each, then the repetitions round-robin, each round
+    // starting one variant later (every variant takes every position: the
+    // one after the single-rank GEMM starts with the other ranks' CPU
+    // share used up, and would otherwise always be that one).
+    const size_t nv = vars.size();
     for (int rep = -1; rep < o.reps; ++rep)
-      for (auto& v : vars) {
+      for (size_t i = 0; i < nv; ++i) {
+        auto& v = vars[(i + static_cast<size_t>(rep + 1)) % nv];
         if (!v->row.available) continue;
         tsr_counters before{}, after{};
         if (v->counted) tsr_counters_get(v->counted, "total", &before);
