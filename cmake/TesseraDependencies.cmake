@@ -34,6 +34,70 @@ add_library(tessera_cblas INTERFACE)
 target_include_directories(tessera_cblas INTERFACE $<BUILD_INTERFACE:${TSR_CBLAS_INCLUDE_DIR}>)
 target_link_libraries(tessera_cblas INTERFACE BLAS::BLAS)
 
+# ---- ScaLAPACK, built for the same MPI: the reference pdgemm of the GEMM
+# tests and benchmark (libtessera itself does not link it; its BLACS calls
+# are weak references). TSR_WITH_SCALAPACK: AUTO (default), ON (required),
+# OFF. Debian installs one library per MPI (libscalapack-openmpi.so,
+# libscalapack-mpich.so); its CMake package files cannot be used (both define
+# the same target, and the import points at /usr/lib/libscalapack-*.so.2.2.1,
+# which does not exist) and scalapack-mpich.pc names Open MPI's libmpi, so
+# the library is found by name, with pkg-config's libdir as a hint.
+set(TSR_HAVE_SCALAPACK 0)
+if(NOT TSR_WITH_SCALAPACK STREQUAL "OFF")
+  set(_tsr_sl_names scalapack)
+  if(TSR_MPI_VENDOR STREQUAL "openmpi")
+    set(_tsr_sl_names scalapack-openmpi scalapack)
+  elseif(TSR_MPI_VENDOR STREQUAL "mpich")
+    set(_tsr_sl_names scalapack-mpich scalapack)
+  endif()
+  find_package(PkgConfig QUIET)
+  set(_tsr_sl_hint "")
+  if(PKG_CONFIG_FOUND)
+    list(GET _tsr_sl_names 0 _tsr_sl_pc)
+    pkg_get_variable(_tsr_sl_hint ${_tsr_sl_pc} libdir)
+  endif()
+  find_library(TSR_SCALAPACK_LIBRARY NAMES ${_tsr_sl_names} HINTS ${_tsr_sl_hint}
+               DOC "ScaLAPACK built for the chosen MPI (tests and benchmarks only)")
+  set(_tsr_sl_ok FALSE)
+  if(TSR_SCALAPACK_LIBRARY)
+    set(_tsr_sl_ok TRUE)
+    # Refuse a ScaLAPACK built for the other MPI (BLACS must match the MPI).
+    if(TSR_MPI_VENDOR STREQUAL "mpich" AND TSR_SCALAPACK_LIBRARY MATCHES "openmpi")
+      set(_tsr_sl_ok FALSE)
+    elseif(TSR_MPI_VENDOR STREQUAL "openmpi" AND TSR_SCALAPACK_LIBRARY MATCHES "mpich")
+      set(_tsr_sl_ok FALSE)
+    endif()
+  endif()
+  if(_tsr_sl_ok)
+    set(TSR_HAVE_SCALAPACK 1)
+    add_library(tessera_scalapack INTERFACE)
+    target_link_libraries(tessera_scalapack INTERFACE ${TSR_SCALAPACK_LIBRARY} BLAS::BLAS)
+  elseif(TSR_WITH_SCALAPACK STREQUAL "ON")
+    message(FATAL_ERROR "TSR_WITH_SCALAPACK=ON but no ScaLAPACK built for ${TSR_MPI_VENDOR} was found "
+                        "(Debian: libscalapack-openmpi-dev or libscalapack-mpich-dev; or set TSR_SCALAPACK_LIBRARY)")
+  else()
+    message(STATUS "tessera: no ScaLAPACK for ${TSR_MPI_VENDOR}: the GEMM tests and benchmark skip the pdgemm comparison")
+  endif()
+endif()
+
+# ---- COSMA (benchmark comparison only), when installed: find_package(cosma)
+# (point CMAKE_PREFIX_PATH at it; it must be built for the same MPI). A COSMA
+# built with COSMA_SCALAPACK=CUSTOM (and its COSTA) looks for a library named
+# "scalapack": hand them the one found above.
+set(TSR_HAVE_COSMA 0)
+if(TSR_BUILD_BENCHMARKS)
+  foreach(_tsr_v COSMA_SCALAPACK_LINK_LIBRARIES COSTA_SCALAPACK_LINK_LIBRARIES)
+    if(TSR_HAVE_SCALAPACK AND NOT DEFINED ${_tsr_v})
+      set(${_tsr_v} ${TSR_SCALAPACK_LIBRARY} CACHE FILEPATH "ScaLAPACK for COSMA's package")
+    endif()
+  endforeach()
+  find_package(cosma CONFIG QUIET)
+  if(cosma_FOUND)
+    set(TSR_HAVE_COSMA 1)
+    message(STATUS "tessera: bench_gemm compares with COSMA ${cosma_VERSION} (${cosma_DIR})")
+  endif()
+endif()
+
 # ---- Parallel HDF5, built for the same MPI.
 set(TSR_HAVE_HDF5 0)
 if(NOT TSR_WITH_HDF5 STREQUAL "OFF")

@@ -9,6 +9,8 @@ set(TSR_PUBLIC_HEADERS
   ${PROJECT_SOURCE_DIR}/include/tessera/optimizer.hpp
   ${PROJECT_SOURCE_DIR}/include/tessera/attention.h
   ${PROJECT_SOURCE_DIR}/include/tessera/attention.hpp
+  ${PROJECT_SOURCE_DIR}/include/tessera/gemm.h
+  ${PROJECT_SOURCE_DIR}/include/tessera/gemm.hpp
   ${TSR_GENERATED_INCLUDE}/tessera/tsr_version.h
   ${TSR_GENERATED_INCLUDE}/tessera/tsr_config.h)
 install(FILES ${TSR_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tessera)

@@ -24,6 +24,10 @@ struct tsr_context_s {
   std::unique_ptr<tsr::Comm> world;  // transport view of `comm`
   int live_grids = 0;
   int live_rings = 0;  // tsr_ring objects over this context (collectives/ring.cpp)
+  // Workspace reused by the distributed GEMM and its redistributions
+  // (collectives/gemm_internal.hpp, Pool): grows to the largest call, freed
+  // with the context or by tsr_gemm_workspace_release.
+  std::shared_ptr<void> gemm_pool;
 
   std::mutex error_mutex;
   std::unordered_map<std::thread::id, std::string> errors;

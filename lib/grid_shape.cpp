@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 #include "core.hpp"
 
@@ -15,11 +16,12 @@ const char* grid_kind_name(tsr_grid_kind kind) {
     case TSR_GRID_2D: return "2D";
     case TSR_GRID_2P5D: return "2.5D";
     case TSR_GRID_3D: return "3D";
+    case TSR_GRID_3D_ANY: return "3D-any";
   }
   return "unknown";
 }
 
-bool grid_kind_valid(tsr_grid_kind kind) { return kind >= TSR_GRID_1D && kind <= TSR_GRID_3D; }
+bool grid_kind_valid(tsr_grid_kind kind) { return kind >= TSR_GRID_1D && kind <= TSR_GRID_3D_ANY; }
 
 std::string shape_problem(tsr_grid_kind kind, const Dims& d) {
   char buf[256];
@@ -41,6 +43,8 @@ std::string shape_problem(tsr_grid_kind kind, const Dims& d) {
       return "";
     case TSR_GRID_3D:
       if (d[0] != d[1] || d[1] != d[2]) return "a 3D grid has dims {q,q,q}";
+      return "";
+    case TSR_GRID_3D_ANY:
       return "";
   }
   return "unknown grid kind";
@@ -134,6 +138,19 @@ i64 best_count(tsr_grid_kind kind, i64 n, const Dims& f, bool below) {
       else offer(below ? icbrt(n) * icbrt(n) * icbrt(n) : (icbrt(n) + 1) * (icbrt(n) + 1) * (icbrt(n) + 1));
       break;
     }
+    case TSR_GRID_3D_ANY: {
+      // Any count that is a multiple of the fixed dimensions' product.
+      i64 a = 1;
+      int nfixed = 0;
+      for (int x = 0; x < 3; ++x)
+        if (f[x] > 0) {
+          a *= f[x];
+          ++nfixed;
+        }
+      if (nfixed == 3) offer(a);
+      else offer(below ? a * (n / a) : a * (n / a + 1));
+      break;
+    }
   }
   return best;
 }
@@ -168,6 +185,27 @@ std::vector<Dims> shapes_for(tsr_grid_kind kind, int n, const Dims& fixed) {
     case TSR_GRID_3D: {
       const i64 q = icbrt(n);
       if (q * q * q == n) out.push_back({static_cast<int>(q), static_cast<int>(q), static_cast<int>(q)});
+      break;
+    }
+    case TSR_GRID_3D_ANY: {
+      // Every ordered a x b x c = n, the most cubic first (smallest
+      // largest/smallest extent), then sorted a <= b <= c before the others.
+      std::vector<i64> div;  // the divisors of n, by trial division up to sqrt(n)
+      for (i64 a = 1; a * a <= n; ++a)
+        if (n % a == 0) {
+          div.push_back(a);
+          if (a * a != n) div.push_back(n / a);
+        }
+      std::sort(div.begin(), div.end());
+      for (i64 a : div)
+        for (i64 b : div)
+          if ((n / a) % b == 0) out.push_back({static_cast<int>(a), static_cast<int>(b), static_cast<int>(n / a / b)});
+      auto key = [](const Dims& d) {
+        const int lo = std::min({d[0], d[1], d[2]}), hi = std::max({d[0], d[1], d[2]});
+        const bool sorted = d[0] <= d[1] && d[1] <= d[2];
+        return std::make_tuple(static_cast<double>(hi) / lo, sorted ? 0 : 1, d[0], d[1]);
+      };
+      std::stable_sort(out.begin(), out.end(), [&](const Dims& x, const Dims& y) { return key(x) < key(y); });
       break;
     }
   }

@@ -139,7 +139,10 @@ typedef enum tsr_grid_kind {
   TSR_GRID_1D = 1,   /* dims {p, 1, 1}                                        */
   TSR_GRID_2D = 2,   /* dims {pr, pc, 1}, any pr*pc                           */
   TSR_GRID_2P5D = 3, /* dims {q, q, c}: p = q*q*c, 1 <= c <= q (c <= p^(1/3))   */
-  TSR_GRID_3D = 4    /* dims {q, q, q}                                        */
+  TSR_GRID_3D = 4,   /* dims {q, q, q}                                        */
+  TSR_GRID_3D_ANY = 5 /* dims {a, b, c}: any shape, for shape-driven 3D grids
+                         (a GEMM plan's m x n x k split); dims_create: the most
+                         cubic                                                */
 } tsr_grid_kind;
 
 /* Sub-communicators of a grid. A grid position is (i, j, k) with
@@ -154,7 +157,8 @@ typedef enum tsr_grid_axis {
 
 /* Choose grid dimensions for a scheme and a rank count, like MPI_Dims_create:
  * entries of dims that are > 0 on entry are kept as constraints, 0 entries are
- * chosen (2D: the most square pr <= pc; 2.5D: the largest c allowed; 3D: q).
+ * chosen (2D: the most square pr <= pc; 2.5D: the largest c allowed; 3D: q;
+ * 3D_ANY: the most cubic a <= b <= c).
  * If nranks does not fit the scheme and allow_idle is 0, returns TSR_ERR_SHAPE
  * with a message listing the nearest rank counts that fit; if allow_idle is
  * non-zero, chooses the largest grid that fits in nranks and sets *nused:
@@ -336,5 +340,6 @@ TSR_API tsr_status tsr_report_format(tsr_report report, char* buf, size_t len, s
 
 #include "tessera/optimizer.h" /* LAMB and LARS optimizers (docs/OPTIMIZERS.md) */
 #include "tessera/attention.h" /* ring exchange and ring attention */
+#include "tessera/gemm.h" /* distributed matrix multiplication */
 
 #endif /* TESSERA_H */

@@ -318,5 +318,6 @@ class report {
 
 #include "tessera/optimizer.hpp"  // tessera::optimizer (LAMB, LARS)
 #include "tessera/attention.hpp"  // rings, ring exchange, ring attention
+#include "tessera/gemm.hpp"  // distributed matrix multiplication
 
 #endif  // TESSERA_HPP

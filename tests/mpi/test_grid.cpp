@@ -48,6 +48,7 @@ bool valid_shape(tsr_grid_kind kind, const Dims& d) {
     case TSR_GRID_2D: return d[2] == 1;
     case TSR_GRID_2P5D: return d[0] == d[1] && d[2] <= d[0];
     case TSR_GRID_3D: return d[0] == d[1] && d[1] == d[2];
+    case TSR_GRID_3D_ANY: return true;
   }
   return false;
 }
@@ -639,7 +640,7 @@ TEST(GridErrors, CreateArgumentsOnEveryRank) {
   expect_error(tsr_grid_create(ctx, TSR_GRID_1D, nullptr, &g), TSR_ERR_INVALID_ARG, ctx, "tsr_grid_create",
                {"'dims'"});
   EXPECT_EQ(g, nullptr);
-  for (int k : {0, 5, -1}) {
+  for (int k : {0, 6, -1}) {
     g = reinterpret_cast<tsr_grid>(&g);
     expect_error(tsr_grid_create(ctx, static_cast<tsr_grid_kind>(k), ok, &g), TSR_ERR_INVALID_ARG, ctx,
                  "tsr_grid_create", {"'kind' = " + std::to_string(k)});

@@ -39,6 +39,7 @@ bool valid_shape(tsr_grid_kind kind, const Dims& d) {
     case TSR_GRID_2D: return d[2] == 1;
     case TSR_GRID_2P5D: return d[0] == d[1] && d[2] <= d[0];
     case TSR_GRID_3D: return d[0] == d[1] && d[1] == d[2];
+    case TSR_GRID_3D_ANY: return true;
   }
   return false;
 }
@@ -157,9 +158,10 @@ TEST(GridShape, KindNamesAndValidity) {
   EXPECT_STREQ(tsr::grid_kind_name(TSR_GRID_2P5D), "2.5D");
   EXPECT_STREQ(tsr::grid_kind_name(TSR_GRID_3D), "3D");
   EXPECT_STREQ(tsr::grid_kind_name(static_cast<tsr_grid_kind>(0)), "unknown");
-  EXPECT_STREQ(tsr::grid_kind_name(static_cast<tsr_grid_kind>(5)), "unknown");
+  EXPECT_STREQ(tsr::grid_kind_name(TSR_GRID_3D_ANY), "3D-any");
+  EXPECT_STREQ(tsr::grid_kind_name(static_cast<tsr_grid_kind>(6)), "unknown");
   for (int k = -2; k <= 7; ++k)
-    EXPECT_EQ(tsr::grid_kind_valid(static_cast<tsr_grid_kind>(k)), k >= 1 && k <= 4) << "kind " << k;
+    EXPECT_EQ(tsr::grid_kind_valid(static_cast<tsr_grid_kind>(k)), k >= 1 && k <= 5) << "kind " << k;
 }
 
 // ------------------------------------------------------------ shape_problem
@@ -365,7 +367,7 @@ TEST(GridShape, NearestCountAboveIsFoundBeyondTheSearchLimit) {
 }
 
 TEST(GridShape, InvalidArgumentsAreInvalidArgNotShape) {
-  for (int k : {0, 5, -1, 100}) {
+  for (int k : {0, 6, -1, 100}) {
     Dims d{0, 0, 0};
     int used = 0;
     EXPECT_EQ(tsr::choose_dims(static_cast<tsr_grid_kind>(k), 8, false, &d, &used), TSR_ERR_INVALID_ARG) << k;
@@ -585,3 +587,46 @@ TEST(GridShape, PlaceManyNodeMaps) {
 }
 
 }  // namespace
+
+// ----------------------------------------------------------- 3D, any shape
+// TSR_GRID_3D_ANY (shape-driven 3D grids such as a GEMM plan's): every
+// a x b x c is valid; shapes come most cubic first (then sorted a <= b <= c).
+TEST(GridShape, AnyThreeDimensionalShapeTakesEveryFactorisationMostCubicFirst) {
+  EXPECT_EQ(tsr::shape_problem(TSR_GRID_3D_ANY, {2, 3, 5}), "");
+  EXPECT_NE(tsr::shape_problem(TSR_GRID_3D_ANY, {0, 3, 5}), "");
+  for (int n = 1; n <= 300; ++n) {
+    const std::vector<Dims> v = tsr::shapes_for(TSR_GRID_3D_ANY, n, {0, 0, 0});
+    size_t count = 0;
+    for (int a = 1; a <= n; ++a)
+      for (int b = 1; b <= n; ++b)
+        if (n % a == 0 && (n / a) % b == 0) ++count;
+    ASSERT_EQ(v.size(), count) << n;
+    double best = 1e30;
+    for (const Dims& d : v) {
+      EXPECT_EQ(d[0] * d[1] * d[2], n);
+      best = std::min(best, static_cast<double>(std::max({d[0], d[1], d[2]})) / std::min({d[0], d[1], d[2]}));
+    }
+    const Dims& f = v[0];
+    EXPECT_DOUBLE_EQ(static_cast<double>(std::max({f[0], f[1], f[2]})) / std::min({f[0], f[1], f[2]}), best) << n;
+    EXPECT_TRUE(f[0] <= f[1] && f[1] <= f[2]) << n << ": " << str(f);
+  }
+  Dims d{0, 0, 0};
+  int used = 0;
+  ASSERT_EQ(tsr::choose_dims(TSR_GRID_3D_ANY, 12, false, &d, &used), TSR_SUCCESS);
+  EXPECT_EQ(d, (Dims{2, 2, 3}));
+  d = {0, 0, 4};
+  ASSERT_EQ(tsr::choose_dims(TSR_GRID_3D_ANY, 12, false, &d, &used), TSR_SUCCESS);
+  EXPECT_EQ(d, (Dims{1, 3, 4}));
+  d = {5, 0, 0};
+  ASSERT_EQ(tsr::choose_dims(TSR_GRID_3D_ANY, 12, true, &d, &used), TSR_SUCCESS);
+  EXPECT_EQ(used, 10);
+  EXPECT_EQ(d[0], 5);
+  EXPECT_EQ(d[0] * d[1] * d[2], 10);
+  d = {5, 0, 0};
+  EXPECT_EQ(tsr::choose_dims(TSR_GRID_3D_ANY, 12, false, &d, &used), TSR_ERR_SHAPE);
+  EXPECT_TRUE(contains(tsr_last_error(nullptr), "10 (5x1x2)") || contains(tsr::nearest_shapes(TSR_GRID_3D_ANY, 12, {5, 0, 0}), "10"))
+      << tsr::nearest_shapes(TSR_GRID_3D_ANY, 12, {5, 0, 0});
+  int e[3] = {0, 0, 0};
+  ASSERT_EQ(tsr_grid_dims_create(TSR_GRID_3D_ANY, INT_MAX, 0, e, nullptr), TSR_SUCCESS);  // a prime: 1 x 1 x p
+  EXPECT_EQ(static_cast<long long>(e[0]) * e[1] * e[2], static_cast<long long>(INT_MAX));
+}

@@ -33,6 +33,11 @@ class Tessera(CMakePackage, CudaPackage):
     variant("hdf5", default=True, description="Parallel HDF5 for files (else the MPI-IO binary format)")
     variant("openmp", default=True, description="OpenMP threads in the optimizer kernels")
     variant("benchmarks", default=False, description="Build the benchmarks (Google Benchmark)")
+    variant(
+        "scalapack",
+        default=False,
+        description="ScaLAPACK as the reference pdgemm of the GEMM tests and bench_gemm (libtessera does not link it)",
+    )
     variant("nccl", default=False, when="+cuda", description="NCCL transport backend")
 
     depends_on("c", type="build")
@@ -45,6 +50,7 @@ class Tessera(CMakePackage, CudaPackage):
     depends_on("hdf5+mpi", when="+hdf5")
     depends_on("googletest", type="test")
     depends_on("benchmark", when="+benchmarks")
+    depends_on("scalapack", when="+scalapack")
 
     depends_on("nccl", when="+nccl")
     # nccl needs the CUDA architectures: forward ours.
@@ -61,6 +67,7 @@ class Tessera(CMakePackage, CudaPackage):
             self.define_from_variant("TSR_WITH_CUDA", "cuda"),
             self.define_from_variant("TSR_WITH_NCCL", "nccl"),  # "" without +cuda
             self.define_from_variant("TSR_BUILD_BENCHMARKS", "benchmarks"),
+            self.define_from_variant("TSR_WITH_SCALAPACK", "scalapack"),
             self.define("TSR_BUILD_TESTS", self.run_tests),
             self.define("TSR_BUILD_APPS", True),
             # The same MPI for C, C++ and the launcher (FindMPI mixes otherwise).
@@ -70,6 +77,8 @@ class Tessera(CMakePackage, CudaPackage):
         ]
         if spec.satisfies("+hdf5"):
             args.append(self.define("HDF5_ROOT", spec["hdf5"].prefix))
+        if spec.satisfies("+scalapack"):
+            args.append(self.define("TSR_SCALAPACK_LIBRARY", spec["scalapack"].libs[0]))
         if spec.satisfies("+cuda"):
             archs = spec.variants["cuda_arch"].value
             if "none" not in archs:
