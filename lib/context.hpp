@@ -12,6 +12,16 @@
 #include "ledger.hpp"
 #include "transport.hpp"
 
+namespace tsr {
+namespace energy {
+struct ContextEnergy;  // energy_api.cpp: meters and settings of tsr_energy_start
+void destroy(ContextEnergy* e);
+struct ContextEnergyDeleter {
+  void operator()(ContextEnergy* e) const { destroy(e); }
+};
+}  // namespace energy
+}  // namespace tsr
+
 struct tsr_context_s {
   static constexpr unsigned kMagic = 0x7c0a7e57u;
   unsigned magic = kMagic;
@@ -23,6 +33,8 @@ struct tsr_context_s {
   std::unique_ptr<tsr::MpiBackend> backend;
   std::unique_ptr<tsr::Comm> world;  // transport view of `comm`
   int live_grids = 0;
+  // Energy accounting (tsr_energy_start); null until started.
+  std::unique_ptr<tsr::energy::ContextEnergy, tsr::energy::ContextEnergyDeleter> energy;
 
   std::mutex error_mutex;
   std::unordered_map<std::thread::id, std::string> errors;

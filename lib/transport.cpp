@@ -56,6 +56,8 @@ void charge_model(const Comm& c, const WireModel& m, Traffic t) {
   Ledger& l = c.ledger();
   for (const WireEdge& e : m.sent) l.coll_wire_sent(c.peer_class(e.peer), e.messages, e.bytes, t);
   for (const WireEdge& e : m.recv) l.coll_wire_recv(c.peer_class(e.peer), e.messages, e.bytes, t);
+  if (l.matrix_on() && t == Traffic::data)
+    for (const WireEdge& e : m.sent) l.peer_sent(c.context_rank(e.peer), e.messages, e.bytes);
 }
 
 using detail::bytes_of;
@@ -89,6 +91,7 @@ tsr_status sendrecv(const Comm& c, const void* sbuf, size_t scount, int dest, in
                               rtag, type));
   c.ledger().p2p_sent(c.peer_class(dest), bytes_of(scount, type), t);
   c.ledger().p2p_recv(c.peer_class(source), bytes_of(rcount, type), t);
+  if (c.ledger().matrix_on() && t == Traffic::data) c.ledger().peer_sent(c.context_rank(dest), 1, bytes_of(scount, type));
   return TSR_SUCCESS;
 }
 

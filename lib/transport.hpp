@@ -48,7 +48,11 @@ inline tsr_status send(const Comm& c, const void* buf, size_t count, tsr_dtype t
   MpiBackend* host = c.host_mpi();
   const int n = static_cast<int>(count);
   const tsr_status st = host ? host->send(c, buf, n, type, peer, tag, req) : c.backend().send(c, buf, n, type, peer, tag, req);
-  if (st == TSR_SUCCESS) c.ledger().p2p_sent(c.peer_class(peer), detail::bytes_of(count, type), t);
+  if (st == TSR_SUCCESS) {
+    Ledger& l = c.ledger();
+    l.p2p_sent(c.peer_class(peer), detail::bytes_of(count, type), t);
+    if (l.matrix_on() && t == Traffic::data) l.peer_sent(c.context_rank(peer), 1, detail::bytes_of(count, type));
+  }
   return st;
 }
 

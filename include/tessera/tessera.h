@@ -334,4 +334,6 @@ TSR_API tsr_status tsr_report_format(tsr_report report, char* buf, size_t len, s
 }
 #endif
 
+#include "tessera/energy.h" /* energy accounting: profiles, meters, energy reports */
+
 #endif /* TESSERA_H */

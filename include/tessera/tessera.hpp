@@ -316,4 +316,6 @@ class report {
 
 }  // namespace tessera
 
+#include "tessera/energy.hpp"  // energy accounting: profiles, meters, energy reports
+
 #endif  // TESSERA_HPP
