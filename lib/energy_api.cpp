@@ -116,6 +116,24 @@ std::vector<std::string> split(const char* p, size_t n) {
   return v;
 }
 
+// Lists of lines inside one of the 0-separated fields above.
+std::string join_with(const std::vector<std::string>& v, char sep) {
+  std::string s;
+  for (const std::string& x : v) s += x + sep;
+  return s;
+}
+
+std::vector<std::string> split_with(const std::string& s, char sep) {
+  std::vector<std::string> v;
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] == sep) {
+      v.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  return v;
+}
+
 // Gathers one string per rank to root (others get an empty vector).
 tsr_status gather_strings(const Comm& w, int root, const std::string& mine, std::vector<std::string>* all) {
   int64_t len = static_cast<int64_t>(mine.size());
@@ -353,7 +371,8 @@ tsr_status create_report(tsr_context ctx, tsr_energy_profile profile, int root, 
     d.compute_stats();
     d.measured = !d.stats.empty() && d.stats[0].est[TSR_STAT_SUM].measured_ranks > 0;
     for (size_t g = 0; g < nreg && !d.measured; ++g) d.measured = d.stats[g].est[TSR_STAT_SUM].measured_ranks > 0;
-    std::vector<std::string> pack = {d.measured ? "1" : "0", join(d.meter_status), join(d.notes)};
+    std::vector<std::string> pack = {d.measured ? "1" : "0", join_with(d.meter_status, '\n'),
+                                     join_with(d.notes, '\n')};
     shared = join(pack);
   }
   TSR_TRY(bcast_string(w, root, &shared));
@@ -376,8 +395,8 @@ tsr_status create_report(tsr_context ctx, tsr_energy_profile profile, int root, 
     std::memcpy(d.stats.data(), stats_words.data(), nreg * sizeof(RegionStats));
     const std::vector<std::string> parts = split(shared.data(), shared.size());
     d.measured = !parts.empty() && parts[0] == "1";
-    if (parts.size() > 1) d.meter_status = split(parts[1].data(), parts[1].size());
-    if (parts.size() > 2) d.notes = split(parts[2].data(), parts[2].size());
+    if (parts.size() > 1) d.meter_status = split_with(parts[1], '\n');
+    if (parts.size() > 2) d.notes = split_with(parts[2], '\n');
   }
   r->source = d.source_line();
   *out = r.release();
