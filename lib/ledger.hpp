@@ -49,8 +49,9 @@ class Ledger {
   // The extras of a region path (open regions: up to now); false if unknown.
   bool get_extra(const std::string& path, RegionExtra* out) const;
   std::map<std::string, RegionExtra> snapshot_extra() const;
-  // Regions open besides "total".
+  // Regions open besides "total", and the innermost open region's path.
   size_t open_regions() const { return frames_.size() - 1; }
+  const std::string& current_path() const { return frames_.back().path; }
 
   // Meters read at every region begin and end (null: none). Switching folds
   // the reading so far into "total" and starts a new one.
