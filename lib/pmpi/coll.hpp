@@ -359,6 +359,20 @@ inline void defer_recv(Fn f, const CommInfo* ci, MPI_Request req, bool persisten
   req_add(req, std::move(d));
 }
 
+// The receive half of MPI_Isendrecv(_replace): counted at completion with
+// its posted size and source (no call: the send half counted it).
+inline void defer_posted_recv(Fn f, const CommInfo* ci, MPI_Request req, int src, uint64_t bytes) {
+  Deferred d;
+  d.f = f;
+  d.ci = ci;
+  d.kind = Deferred::recv;
+  d.call = false;
+  d.posted = true;
+  d.peer = src;
+  d.bytes = bytes;
+  req_add(req, std::move(d));
+}
+
 inline void defer_send(Fn f, MPI_Comm comm, int dest, uint64_t bytes, MPI_Request req) {
   Deferred d;
   d.f = f;

@@ -97,6 +97,7 @@ struct Deferred {
   enum Kind { recv, send, coll, disk_read, disk_write } kind = recv;
   bool persistent = false;
   bool call = true;          // recv: count a call at completion (not for MPI_Isendrecv's receive half)
+  bool posted = false;       // recv: charge the posted size from peer, not the status (MPI_Isendrecv)
   int peer = MPI_PROC_NULL;  // send
   uint64_t bytes = 0;        // send; recv: the posted size (used if freed unfinished)
   int coll_kind = 0;         // coll
@@ -109,6 +110,7 @@ void req_started(MPI_Request r);                 // MPI_Start: persistent sends 
 void req_done(MPI_Request r, const MPI_Status* st);  // completed: receives charge; non-persistent entries go
 void req_freed(MPI_Request r);                   // MPI_Request_free
 void req_forget(MPI_Request r);                  // a new request reuses a handle: drop any stale entry
+bool req_persistent(MPI_Request r);              // the entry of r is a persistent request
 // Matched probes: the message's communicator, for MPI_Mrecv.
 void msg_add(MPI_Message m, const CommInfo* ci);
 const CommInfo* msg_take(MPI_Message m);

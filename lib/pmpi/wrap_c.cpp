@@ -186,7 +186,7 @@ TSR_P2P_ALL(_c, MPI_Count)
     if (rc == MPI_SUCCESS) {                                                                            \
       const CommInfo* ci = comm_info(comm);                                                             \
       on_send(FN, ci, dest, nbytes(scount, stype));                                                     \
-      defer_recv(FN, ci, *req, false, false);                                                           \
+      defer_posted_recv(FN, ci, *req, src, nbytes(rcount, rtype));                                      \
     }                                                                                                   \
     return rc;                                                                                          \
   }
@@ -198,7 +198,7 @@ TSR_P2P_ALL(_c, MPI_Count)
     if (rc == MPI_SUCCESS) {                                                                            \
       const CommInfo* ci = comm_info(comm);                                                             \
       on_send(FN, ci, dest, nbytes(count, t));                                                          \
-      defer_recv(FN, ci, *req, false, false);                                                           \
+      defer_posted_recv(FN, ci, *req, src, nbytes(count, t));                                           \
     }                                                                                                   \
     return rc;                                                                                          \
   }

@@ -666,33 +666,27 @@ using S = MPI_F08_status;
 
 }  // namespace
 
-extern "C" {
-void pmpi_init_f08_(F*) __attribute__((weak));
-void pmpi_init_thread_f08_(F*, F*, F*) __attribute__((weak));
-void pmpi_finalize_f08_(F*) __attribute__((weak));
-void pmpi_wait_f08_(F*, S*, F*) __attribute__((weak));
-void pmpi_test_f08_(F*, F*, S*, F*) __attribute__((weak));
-void pmpi_waitall_f08_(F*, F*, S*, F*) __attribute__((weak));
-void pmpi_testall_f08_(F*, F*, F*, S*, F*) __attribute__((weak));
-void pmpi_waitany_f08_(F*, F*, F*, S*, F*) __attribute__((weak));
-void pmpi_testany_f08_(F*, F*, F*, F*, S*, F*) __attribute__((weak));
-void pmpi_waitsome_f08_(F*, F*, F*, F*, S*, F*) __attribute__((weak));
-void pmpi_testsome_f08_(F*, F*, F*, F*, S*, F*) __attribute__((weak));
-void pmpi_start_f08_(F*, F*) __attribute__((weak));
-void pmpi_startall_f08_(F*, F*, F*) __attribute__((weak));
-void pmpi_request_free_f08_(F*, F*) __attribute__((weak));
-void pmpi_barrier_f08_(F*, F*) __attribute__((weak));
-void pmpi_ibarrier_f08_(F*, F*, F*) __attribute__((weak));
-void pmpi_mprobe_f08_(F*, F*, F*, F*, S*, F*) __attribute__((weak));
-void pmpi_improbe_f08_(F*, F*, F*, F*, F*, S*, F*) __attribute__((weak));
+// MPICH exports no pmpi_*_f08_ entries: the wrappers call the library's own
+// mpi_*_f08_ (the next definition after this tool, found with RTLD_NEXT),
+// which converts the arguments and calls the C PMPI_ function.
+template <class T>
+T* next(T*, const char* name) {
+  void* p = ::dlsym(RTLD_NEXT, name);
+  if (p == nullptr) missing(name);
+  return reinterpret_cast<T*>(p);
+}
+#define TSR_NEXT(NAME, ...)    \
+  using NAME##_type = __VA_ARGS__; \
+  static NAME##_type* const NAME##_next = next(static_cast<NAME##_type*>(nullptr), #NAME);
 
+extern "C" {
 void mpi_init_f08_(F* ierr) {
+  TSR_NEXT(mpi_init_f08_, void(F*))
   F ie_ = 0;
   F* e = ierr != nullptr ? ierr : &ie_;
-  if (pmpi_init_f08_ == nullptr) missing("pmpi_init_f08_");
   {
     Nest n_;
-    pmpi_init_f08_(e);
+    mpi_init_f08__next(e);
   }
   if (*e == MPI_SUCCESS && t_depth == 0) {
     int provided = MPI_THREAD_SINGLE;
@@ -701,117 +695,151 @@ void mpi_init_f08_(F* ierr) {
   }
 }
 void mpi_init_thread_f08_(F* required, F* provided, F* ierr) {
+  TSR_NEXT(mpi_init_thread_f08_, void(F*, F*, F*))
   F ie_ = 0;
   F* e = ierr != nullptr ? ierr : &ie_;
-  if (pmpi_init_thread_f08_ == nullptr) missing("pmpi_init_thread_f08_");
   {
     Nest n_;
-    pmpi_init_thread_f08_(required, provided, e);
+    mpi_init_thread_f08__next(required, provided, e);
   }
   if (*e == MPI_SUCCESS && t_depth == 0) setup(*provided);
 }
 void mpi_finalize_f08_(F* ierr) {
+  TSR_NEXT(mpi_finalize_f08_, void(F*))
   F ie_ = 0;
-  if (pmpi_finalize_f08_ == nullptr) missing("pmpi_finalize_f08_");
   if (t_depth == 0) finalize();
   Nest n_;
-  pmpi_finalize_f08_(ierr != nullptr ? ierr : &ie_);
+  mpi_finalize_f08__next(ierr != nullptr ? ierr : &ie_);
 }
 void mpi_wait_f08_(F* req, S* status, F* ierr) {
+  TSR_NEXT(mpi_wait_f08_, void(F*, S*, F*))
   const MPI_Request h = PMPI_Request_f2c(*req);
   FStatus fs(status);
-  TSR_FCALL(pmpi_wait_f08_, req, fs.p)
+  TSR_FCALL(mpi_wait_f08__next, req, fs.p)
   const MPI_Status s = to_c(fs.p);
   req_done(h, &s);
 }
 void mpi_test_f08_(F* req, F* flag, S* status, F* ierr) {
+  TSR_NEXT(mpi_test_f08_, void(F*, F*, S*, F*))
   const MPI_Request h = PMPI_Request_f2c(*req);
   FStatus fs(status);
-  TSR_FCALL(pmpi_test_f08_, req, flag, fs.p)
+  TSR_FCALL(mpi_test_f08__next, req, flag, fs.p)
   if (*flag) {
     const MPI_Status s = to_c(fs.p);
     req_done(h, &s);
   }
 }
 void mpi_waitall_f08_(F* n, F* reqs, S* statuses, F* ierr) {
+  TSR_NEXT(mpi_waitall_f08_, void(F*, F*, S*, F*))
   const std::vector<MPI_Request> h = c_requests(*n, reqs);
   FStatuses fs(statuses, *n);
-  TSR_FCALL(pmpi_waitall_f08_, n, reqs, fs.p)
+  TSR_FCALL(mpi_waitall_f08__next, n, reqs, fs.p)
   for (int i = 0; i < *n; ++i) {
     const MPI_Status s = to_c(&fs.p[i]);
     req_done(h[static_cast<size_t>(i)], &s);
   }
 }
 void mpi_testall_f08_(F* n, F* reqs, F* flag, S* statuses, F* ierr) {
+  TSR_NEXT(mpi_testall_f08_, void(F*, F*, F*, S*, F*))
   const std::vector<MPI_Request> h = c_requests(*n, reqs);
   FStatuses fs(statuses, *n);
-  TSR_FCALL(pmpi_testall_f08_, n, reqs, flag, fs.p)
+  TSR_FCALL(mpi_testall_f08__next, n, reqs, flag, fs.p)
   if (*flag)
     for (int i = 0; i < *n; ++i) {
       const MPI_Status s = to_c(&fs.p[i]);
       req_done(h[static_cast<size_t>(i)], &s);
     }
 }
+// MPICH 4.0's mpi_f08 Waitany/Testany/Waitsome/Testsome return C (0-based)
+// indices, not Fortran ones: a completed request is recognised by its handle
+// turning into MPI_REQUEST_NULL (or, persistent, by the standard index).
+int completed(const std::vector<MPI_Request>& before, const F* after, F n, F findex, std::vector<char>* used) {
+  for (int cand : {static_cast<int>(findex) - 1, static_cast<int>(findex)}) {
+    if (cand < 0 || cand >= n || (*used)[static_cast<size_t>(cand)]) continue;
+    const MPI_Request h = before[static_cast<size_t>(cand)];
+    if (h == MPI_REQUEST_NULL) continue;
+    if (PMPI_Request_f2c(after[cand]) == MPI_REQUEST_NULL || (cand == findex - 1 && req_persistent(h))) {
+      (*used)[static_cast<size_t>(cand)] = 1;
+      return cand;
+    }
+  }
+  return -1;
+}
 void mpi_waitany_f08_(F* n, F* reqs, F* index, S* status, F* ierr) {
+  TSR_NEXT(mpi_waitany_f08_, void(F*, F*, F*, S*, F*))
   const std::vector<MPI_Request> h = c_requests(*n, reqs);
   FStatus fs(status);
-  TSR_FCALL(pmpi_waitany_f08_, n, reqs, index, fs.p)
-  if (*index != MPI_UNDEFINED && *index >= 1 && *index <= *n) {
+  TSR_FCALL(mpi_waitany_f08__next, n, reqs, index, fs.p)
+  std::vector<char> used(h.size(), 0);
+  const int i = *index == MPI_UNDEFINED ? -1 : completed(h, reqs, *n, *index, &used);
+  if (i >= 0) {
     const MPI_Status s = to_c(fs.p);
-    req_done(h[static_cast<size_t>(*index - 1)], &s);
+    req_done(h[static_cast<size_t>(i)], &s);
   }
 }
 void mpi_testany_f08_(F* n, F* reqs, F* index, F* flag, S* status, F* ierr) {
+  TSR_NEXT(mpi_testany_f08_, void(F*, F*, F*, F*, S*, F*))
   const std::vector<MPI_Request> h = c_requests(*n, reqs);
   FStatus fs(status);
-  TSR_FCALL(pmpi_testany_f08_, n, reqs, index, flag, fs.p)
-  if (*flag && *index != MPI_UNDEFINED && *index >= 1 && *index <= *n) {
+  TSR_FCALL(mpi_testany_f08__next, n, reqs, index, flag, fs.p)
+  std::vector<char> used(h.size(), 0);
+  const int i = !*flag || *index == MPI_UNDEFINED ? -1 : completed(h, reqs, *n, *index, &used);
+  if (i >= 0) {
     const MPI_Status s = to_c(fs.p);
-    req_done(h[static_cast<size_t>(*index - 1)], &s);
+    req_done(h[static_cast<size_t>(i)], &s);
   }
 }
 #define TSR_MPICH_SOME(name)                                                     \
   void mpi_##name##_f08_(F* n, F* reqs, F* outcount, F* indices, S* statuses, F* ierr) { \
+    TSR_NEXT(mpi_##name##_f08_, void(F*, F*, F*, F*, S*, F*))                    \
     const std::vector<MPI_Request> h = c_requests(*n, reqs);                     \
     FStatuses fs(statuses, *n);                                                  \
-    TSR_FCALL(pmpi_##name##_f08_, n, reqs, outcount, indices, fs.p)              \
-    if (*outcount != MPI_UNDEFINED)                                              \
-      for (int k = 0; k < *outcount; ++k) {                                      \
-        const int i = indices[k] - 1;                                            \
-        if (i < 0 || i >= *n) continue;                                          \
-        const MPI_Status s = to_c(&fs.p[k]);                                     \
-        req_done(h[static_cast<size_t>(i)], &s);                                 \
-      }                                                                          \
+    TSR_FCALL(mpi_##name##_f08__next, n, reqs, outcount, indices, fs.p)          \
+    if (*outcount == MPI_UNDEFINED) return;                                      \
+    std::vector<char> used(h.size(), 0);                                         \
+    for (int k = 0; k < *outcount; ++k) {                                        \
+      const int i = completed(h, reqs, *n, indices[k], &used);                   \
+      if (i < 0) continue;                                                       \
+      const MPI_Status s = to_c(&fs.p[k]);                                       \
+      req_done(h[static_cast<size_t>(i)], &s);                                   \
+    }                                                                            \
   }
 TSR_MPICH_SOME(waitsome)
 TSR_MPICH_SOME(testsome)
 void mpi_start_f08_(F* req, F* ierr) {
-  TSR_FCALL(pmpi_start_f08_, req)
+  TSR_NEXT(mpi_start_f08_, void(F*, F*))
+  TSR_FCALL(mpi_start_f08__next, req)
   req_started(PMPI_Request_f2c(*req));
 }
 void mpi_startall_f08_(F* n, F* reqs, F* ierr) {
-  TSR_FCALL(pmpi_startall_f08_, n, reqs)
+  TSR_NEXT(mpi_startall_f08_, void(F*, F*, F*))
+  TSR_FCALL(mpi_startall_f08__next, n, reqs)
   for (int i = 0; i < *n; ++i) req_started(PMPI_Request_f2c(reqs[i]));
 }
 void mpi_request_free_f08_(F* req, F* ierr) {
+  TSR_NEXT(mpi_request_free_f08_, void(F*, F*))
   const MPI_Request h = PMPI_Request_f2c(*req);
-  TSR_FCALL(pmpi_request_free_f08_, req)
+  TSR_FCALL(mpi_request_free_f08__next, req)
   req_freed(h);
 }
 void mpi_barrier_f08_(F* comm, F* ierr) {
-  TSR_FCALL(pmpi_barrier_f08_, comm)
+  TSR_NEXT(mpi_barrier_f08_, void(F*, F*))
+  TSR_FCALL(mpi_barrier_f08__next, comm)
   if (const CommInfo* ci = fcomm(*comm)) charge(F_Barrier, ci, c_barrier(ci));
 }
 void mpi_ibarrier_f08_(F* comm, F* r, F* ierr) {
-  TSR_FCALL(pmpi_ibarrier_f08_, comm, r)
+  TSR_NEXT(mpi_ibarrier_f08_, void(F*, F*, F*))
+  TSR_FCALL(mpi_ibarrier_f08__next, comm, r)
   if (const CommInfo* ci = fcomm(*comm)) charge(F_Ibarrier, ci, c_barrier(ci));
 }
 void mpi_mprobe_f08_(F* src, F* tag, F* comm, F* msg, S* status, F* ierr) {
-  TSR_FCALL(pmpi_mprobe_f08_, src, tag, comm, msg, status)
+  TSR_NEXT(mpi_mprobe_f08_, void(F*, F*, F*, F*, S*, F*))
+  TSR_FCALL(mpi_mprobe_f08__next, src, tag, comm, msg, status)
   msg_add(PMPI_Message_f2c(*msg), fcomm(*comm));
 }
 void mpi_improbe_f08_(F* src, F* tag, F* comm, F* flag, F* msg, S* status, F* ierr) {
-  TSR_FCALL(pmpi_improbe_f08_, src, tag, comm, flag, msg, status)
+  TSR_NEXT(mpi_improbe_f08_, void(F*, F*, F*, F*, F*, S*, F*))
+  TSR_FCALL(mpi_improbe_f08__next, src, tag, comm, flag, msg, status)
   if (*flag) msg_add(PMPI_Message_f2c(*msg), fcomm(*comm));
 }
 }  // extern "C"
