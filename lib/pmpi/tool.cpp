@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +28,7 @@
 namespace tsr {
 namespace pmpi {
 
-thread_local int t_depth = 0;
+__thread int t_depth __attribute__((tls_model("initial-exec"))) = 0;
 
 namespace {
 
@@ -38,103 +39,10 @@ const char* const kFnNames[] = {
 };
 static_assert(sizeof kFnNames / sizeof kFnNames[0] == kFunctions, "one name per function");
 
-template <class H>
-uintptr_t key_of(H h) {
-  uintptr_t k = 0;
-  static_assert(sizeof(H) <= sizeof(uintptr_t), "MPI handles fit a uintptr_t");
-  std::memcpy(&k, &h, sizeof h);
-  return k;
-}
-
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::string(v) : std::string();
 }
-
-// Calls and payload bytes per MPI function, per region, with the ledger's
-// fold-on-end scheme (charges go to the innermost open region).
-class FnLedger {
- public:
-  FnLedger() { frames_.push_back({"total", std::vector<energy::CallStat>(kFunctions)}); }
-  void add(Fn f, uint64_t bytes, bool call = true) {
-    energy::CallStat& c = frames_.back().second[f];
-    c.calls += call ? 1 : 0;
-    c.bytes += bytes;
-  }
-  void push(const std::string& path) { frames_.push_back({path, std::vector<energy::CallStat>(kFunctions)}); }
-  void pop() {
-    if (frames_.size() <= 1) return;
-    auto done = std::move(frames_.back());
-    frames_.pop_back();
-    fold(stored_[done.first], done.second);
-    fold(frames_.back().second, done.second);
-  }
-  std::vector<energy::CallStat> get(const std::string& path) const {
-    std::vector<energy::CallStat> v(kFunctions);
-    auto it = stored_.find(path);
-    if (it != stored_.end()) v = it->second;
-    for (size_t i = 0; i < frames_.size(); ++i)
-      if (frames_[i].first == path) {
-        for (size_t j = i; j < frames_.size(); ++j) fold(v, frames_[j].second);
-        break;
-      }
-    return v;
-  }
-
- private:
-  static void fold(std::vector<energy::CallStat>& a, const std::vector<energy::CallStat>& b) {
-    a.resize(kFunctions);
-    for (size_t i = 0; i < b.size(); ++i) {
-      a[i].calls += b[i].calls;
-      a[i].bytes += b[i].bytes;
-    }
-  }
-  std::map<std::string, std::vector<energy::CallStat>> stored_;
-  std::vector<std::pair<std::string, std::vector<energy::CallStat>>> frames_;
-};
-
-struct State {
-  bool mt = false;  // MPI_THREAD_MULTIPLE: take the lock
-  std::mutex mu;
-  int world_rank = 0, world_size = 1;
-  std::vector<int> node_of;
-  int nnodes = 1;
-  bool simulated = false;
-  bool leader = false;  // lowest rank of a real node: reads the meters
-  MPI_Comm comm = MPI_COMM_NULL;  // private duplicate of MPI_COMM_WORLD for the report
-  int comm_keyval = MPI_KEYVAL_INVALID, win_keyval = MPI_KEYVAL_INVALID;
-  bool regions = false;  // TSR_PMPI_PCONTROL=1: MPI_Pcontrol(1, "name") / (-1, "name")
-  Ledger ledger;
-  FnLedger fns;
-  energy::Meters meters;
-  std::string meter_status;
-  energy::Profile profile;
-  std::string profile_error;
-  std::unordered_map<uintptr_t, Deferred> reqs;
-  std::unordered_map<uintptr_t, const CommInfo*> msgs;
-  std::vector<const void*> fortran_in_place;
-  // Coverage notes.
-  uint64_t freed_unfinished = 0, inter_colls = 0, pcontrol_errors = 0;
-  std::string first_pcontrol_error;
-  // Direct-mapped cache of communicator infos (filled from the attribute).
-  struct Slot {
-    uintptr_t key = 0;
-    const CommInfo* info = nullptr;
-  };
-  Slot cache[64];
-};
-
-State* g = nullptr;
-bool g_ready = false;
-
-struct Lock {
-  std::unique_lock<std::mutex> lk;
-  Lock() {
-    if (g->mt) lk = std::unique_lock<std::mutex>(g->mu);
-  }
-};
-
-size_t slot_of(uintptr_t k) { return static_cast<size_t>((k ^ (k >> 7) ^ (k >> 17)) & 63u); }
 
 int win_delete(MPI_Win, int, void* attr, void*) {
   delete static_cast<CommInfo*>(attr);
@@ -142,6 +50,7 @@ int win_delete(MPI_Win, int, void* attr, void*) {
 }
 
 int comm_delete(MPI_Comm comm, int, void* attr, void*) {
+  if (g_last.comm_key == key_of(comm)) g_last = Last();
   if (g != nullptr) {
     Lock lk;
     State::Slot& s = g->cache[slot_of(key_of(comm))];
@@ -164,6 +73,7 @@ CommInfo* build_group(CommInfo* ci, MPI_Group grp) {
   PMPI_Group_free(&grp);
   PMPI_Group_free(&wgrp);
   ci->cls.resize(static_cast<size_t>(n));
+  ci->npeers = n;
   const int me = g->world_rank;
   for (int i = 0; i < n; ++i) {
     const int w = ci->world[static_cast<size_t>(i)];
@@ -203,14 +113,12 @@ void note_pcontrol_error() {
 
 }  // namespace
 
-bool ready() { return g_ready; }
 bool regions_enabled() { return g_ready && g->regions; }
 
-const CommInfo* comm_info(MPI_Comm c) {
+const CommInfo* comm_info_slow(MPI_Comm c) {
   if (!g_ready || c == MPI_COMM_NULL) return nullptr;
   const uintptr_t k = key_of(c);
   State::Slot& s = g->cache[slot_of(k)];
-  if (!g->mt && s.key == k && s.info != nullptr) return s.info;
   Lock lk;
   if (s.key == k && s.info != nullptr) return s.info;
   void* attr = nullptr;
@@ -243,21 +151,35 @@ const CommInfo* win_info(MPI_Win w) {
   return ci;
 }
 
-uint64_t type_size(MPI_Datatype t) {
+TypeSlot g_types[64];
+State* g = nullptr;
+bool g_ready = false;
+bool g_mt = false;
+bool g_matrix = false;
+Last g_last;
+
+Lock::Lock() {
+  if (g->mt) lk = std::unique_lock<std::mutex>(g->mu);
+}
+
+uint64_t type_size_slow(MPI_Datatype t) {
   if (t == MPI_DATATYPE_NULL) return 0;
+  const uintptr_t k = key_of(t);
+  TypeSlot& s = g_types[slot_of(k)];
   MPI_Count n = 0;
   if (PMPI_Type_size_x(t, &n) != MPI_SUCCESS || n < 0) return 0;
+  int ni = 0, na = 0, nd = 0, combiner = MPI_UNDEFINED;
+  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED) {
+    s.key.store(0, std::memory_order_relaxed);
+    s.size.store(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    s.key.store(k, std::memory_order_release);
+  }
   return static_cast<uint64_t>(n);
 }
 
-uint64_t status_bytes(const MPI_Status* st) {
-  MPI_Count n = 0;
-  if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0 || n == MPI_UNDEFINED) return 0;
-  return static_cast<uint64_t>(n);
-}
 
 // A call whose peer is MPI_PROC_NULL counts as a call that moved nothing.
-void on_send(Fn f, const CommInfo* ci, int peer, uint64_t bytes, bool call) {
+void on_send_slow(Fn f, const CommInfo* ci, int peer, uint64_t bytes, bool call) {
   if (ci == nullptr) return;
   if (peer == MPI_PROC_NULL || peer < 0 || peer >= static_cast<int>(ci->cls.size())) {
     Lock lk;
@@ -270,7 +192,7 @@ void on_send(Fn f, const CommInfo* ci, int peer, uint64_t bytes, bool call) {
   g->fns.add(f, bytes, call);
 }
 
-void on_recv_bytes(Fn f, const CommInfo* ci, int peer, uint64_t bytes, bool call) {
+void on_recv_bytes_slow(Fn f, const CommInfo* ci, int peer, uint64_t bytes, bool call) {
   if (ci == nullptr) return;
   if (peer == MPI_PROC_NULL || peer < 0 || peer >= static_cast<int>(ci->cls.size())) {
     Lock lk;
@@ -280,11 +202,6 @@ void on_recv_bytes(Fn f, const CommInfo* ci, int peer, uint64_t bytes, bool call
   Lock lk;
   g->ledger.p2p_recv(static_cast<tsr_peer_class>(ci->cls[static_cast<size_t>(peer)]), bytes, Traffic::data);
   g->fns.add(f, bytes, call);
-}
-
-void on_recv(Fn f, const CommInfo* ci, const MPI_Status* st, bool call) {
-  if (ci == nullptr || st == nullptr) return;
-  on_recv_bytes(f, ci, st->MPI_SOURCE, st->MPI_SOURCE == MPI_PROC_NULL ? 0 : status_bytes(st), call);
 }
 
 void on_coll(Fn f, const CommInfo* ci, int kind, uint64_t sent, uint64_t recv, const WireModel& m) {
@@ -453,6 +370,7 @@ void setup(int provided) {
   if (!inited) return;
   g = new State();
   g->mt = provided == MPI_THREAD_MULTIPLE;
+  g_mt = g->mt;
   PMPI_Comm_rank(MPI_COMM_WORLD, &g->world_rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &g->world_size);
   PMPI_Comm_dup(MPI_COMM_WORLD, &g->comm);
@@ -487,6 +405,7 @@ void setup(int provided) {
   g->regions = env("TSR_PMPI_PCONTROL") == "1";
   const std::string matrix = env("TSR_PMPI_MATRIX");
   if (!matrix.empty() && matrix != "0") g->ledger.set_matrix(g->world_size);
+  g_matrix = g->ledger.matrix_on();
 
   // Profile: TSR_ENERGY_PROFILE or the default; a bad file is reported and
   // the default used, so that the run still gets its report.
@@ -597,6 +516,7 @@ void emit(const energy::ReportData& d) {
 void finalize() {
   if (!g_ready) return;
   g_ready = false;  // from here on every wrapper passes through
+  g_last = Last();
   State& s = *g;
   constexpr size_t kWords = sizeof(tsr_counters) / sizeof(uint64_t);
   constexpr size_t kXWords = sizeof(tsr_region_extra) / sizeof(uint64_t);

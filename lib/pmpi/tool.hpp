@@ -57,7 +57,9 @@ constexpr int kCollOther = TSR_COLL_KINDS - 1;
 // Depth of wrapper calls on this thread: a wrapper that finds it non-zero is
 // running inside another wrapper (a Fortran binding calling the C function,
 // an MPI library calling itself) and passes through without counting.
-extern thread_local int t_depth;
+// Initial-exec TLS: one %fs-relative load, not a __tls_get_addr call (the
+// tool is loaded at startup, by LD_PRELOAD or the link line).
+extern __thread int t_depth __attribute__((tls_model("initial-exec")));
 struct Nest {
   Nest() { ++t_depth; }
   ~Nest() { --t_depth; }
@@ -69,21 +71,19 @@ struct CommInfo {
   bool inter = false;            // intercommunicator: peers are in the remote group
   std::vector<int> world;        // peer rank -> MPI_COMM_WORLD rank
   std::vector<unsigned char> cls;  // peer rank -> tsr_peer_class
+  int npeers = 0;                // world.size()
 };
 
-bool ready();                          // set up (after MPI_Init) and not yet finalised
-const CommInfo* comm_info(MPI_Comm c);  // nullptr: not ready or MPI_COMM_NULL
+// ready(): set up (after MPI_Init) and not yet finalised; comm_info(c):
+// nullptr when not ready or MPI_COMM_NULL; type_size(t): bytes of one
+// element; status_bytes(st) (all inline, state.hpp).
 const CommInfo* win_info(MPI_Win w);    // the window's group as a CommInfo
 bool regions_enabled();                 // TSR_PMPI_PCONTROL=1
-uint64_t type_size(MPI_Datatype t);     // bytes of one element (0 for MPI_DATATYPE_NULL)
-uint64_t status_bytes(const MPI_Status* st);
 
 // Accounting (thread-safe under MPI_THREAD_MULTIPLE). peer: rank in ci's
 // (remote) group; MPI_PROC_NULL peers are skipped. call: count one call of f
 // (false for the second half of a combined call such as MPI_Sendrecv).
-void on_send(Fn f, const CommInfo* ci, int peer, uint64_t bytes, bool call = true);
-void on_recv(Fn f, const CommInfo* ci, const MPI_Status* st, bool call = true);  // bytes, source: the status
-void on_recv_bytes(Fn f, const CommInfo* ci, int peer, uint64_t bytes, bool call = true);
+// (on_send, on_recv: the status gives bytes and source, on_recv_bytes: inline, state.hpp)
 // A collective: payload this rank contributed and obtained, and the modelled
 // wire edges (peers are ranks of ci). kind: tsr_coll_kind or kCollOther.
 void on_coll(Fn f, const CommInfo* ci, int kind, uint64_t sent, uint64_t recv, const WireModel& m);
@@ -129,3 +129,5 @@ WireModel model_direct(int rank, const std::vector<uint64_t>& to, const std::vec
 
 }  // namespace pmpi
 }  // namespace tsr
+
+#include "state.hpp"
