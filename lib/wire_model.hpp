@@ -31,5 +31,18 @@ WireModel model_alltoall(int rank, int size, uint64_t bytes_per_peer);
 WireModel model_gather(int rank, int size, int root, uint64_t bytes_per_rank);
 WireModel model_scatter(int rank, int size, int root, uint64_t bytes_per_rank);
 WireModel model_barrier(int rank, int size);
+// The same, filling m (its vectors keep their capacity: no allocation in a
+// steady state), and equal-block forms of allgather and reduce-scatter.
+void model_bcast_into(WireModel& m, int rank, int size, int root, uint64_t bytes);
+void model_reduce_into(WireModel& m, int rank, int size, int root, uint64_t bytes);
+void model_allreduce_into(WireModel& m, int rank, int size, uint64_t count, uint64_t elem_size);
+void model_allgatherv_into(WireModel& m, int rank, int size, const std::vector<uint64_t>& block_bytes);
+void model_reduce_scatterv_into(WireModel& m, int rank, int size, const std::vector<uint64_t>& block_bytes);
+void model_alltoall_into(WireModel& m, int rank, int size, uint64_t bytes_per_peer);
+void model_gather_into(WireModel& m, int rank, int size, int root, uint64_t bytes_per_rank);
+void model_scatter_into(WireModel& m, int rank, int size, int root, uint64_t bytes_per_rank);
+void model_barrier_into(WireModel& m, int rank, int size);
+void model_allgather_equal_into(WireModel& m, int rank, int size, uint64_t block);
+void model_reduce_scatter_equal_into(WireModel& m, int rank, int size, uint64_t block);
 
 }  // namespace tsr

@@ -26,10 +26,23 @@ struct Coll {
   WireModel m;
 };
 
+// The collective being charged: one per thread, reused, so that its model's
+// vectors keep their capacity (no allocation per call in a steady state).
+inline Coll& scratch(int kind = kCollOther) {
+  static Coll one;                      // single-threaded runs
+  static thread_local Coll per_thread;  // MPI_THREAD_MULTIPLE
+  Coll& c = g_mt ? per_thread : one;
+  c.kind = kind;
+  c.sent = c.recv = 0;
+  c.m.sent.clear();
+  c.m.recv.clear();
+  return c;
+}
+
 inline void charge(Fn f, const CommInfo* ci, const Coll& c) { on_coll(f, ci, c.kind, c.sent, c.recv, c.m); }
 
 // Charges now, or (persistent) keeps the charge for every MPI_Start.
-inline void charge_or_defer(Fn f, const CommInfo* ci, Coll c, MPI_Request* req, bool persistent) {
+inline void charge_or_defer(Fn f, const CommInfo* ci, const Coll& c, MPI_Request* req, bool persistent) {
   if (!persistent) {
     charge(f, ci, c);
     if (req != nullptr && req_pending()) req_forget(*req);
@@ -43,20 +56,18 @@ inline void charge_or_defer(Fn f, const CommInfo* ci, Coll c, MPI_Request* req, 
   d.coll_kind = c.kind;
   d.sent = c.sent;
   d.got = c.recv;
-  d.model = std::move(c.m);
+  d.model = c.m;
   req_add(*req, std::move(d));
 }
 
-inline Coll c_barrier(const CommInfo* ci) {
-  Coll c;
-  c.kind = TSR_COLL_BARRIER;
-  if (!ci->inter) c.m = tsr::model_barrier(ci->rank, ci->size);
+inline Coll& c_barrier(const CommInfo* ci) {
+  Coll& c = scratch(TSR_COLL_BARRIER);
+  if (!ci->inter) tsr::model_barrier_into(c.m, ci->rank, ci->size);
   return c;
 }
 
-inline Coll c_bcast(const CommInfo* ci, uint64_t n, int root) {
-  Coll c;
-  c.kind = TSR_COLL_BCAST;
+inline Coll& c_bcast(const CommInfo* ci, uint64_t n, int root) {
+  Coll& c = scratch(TSR_COLL_BCAST);
   if (ci->inter) {  // root: MPI_ROOT sends, MPI_PROC_NULL idles, others receive
     if (root == MPI_ROOT) c.sent = n;
     else if (root != MPI_PROC_NULL) c.recv = n;
@@ -65,13 +76,12 @@ inline Coll c_bcast(const CommInfo* ci, uint64_t n, int root) {
   const bool me = ci->rank == root;
   c.sent = me ? n : 0;
   c.recv = me ? 0 : n;
-  c.m = tsr::model_bcast(ci->rank, ci->size, root, n);
+  tsr::model_bcast_into(c.m, ci->rank, ci->size, root, n);
   return c;
 }
 
-inline Coll c_reduce(const CommInfo* ci, uint64_t n, int root) {
-  Coll c;
-  c.kind = TSR_COLL_REDUCE;
+inline Coll& c_reduce(const CommInfo* ci, uint64_t n, int root) {
+  Coll& c = scratch(TSR_COLL_REDUCE);
   if (ci->inter) {
     if (root == MPI_ROOT) c.recv = n;
     else if (root != MPI_PROC_NULL) c.sent = n;
@@ -79,25 +89,23 @@ inline Coll c_reduce(const CommInfo* ci, uint64_t n, int root) {
   }
   c.sent = n;
   c.recv = ci->rank == root ? n : 0;
-  c.m = tsr::model_reduce(ci->rank, ci->size, root, n);
+  tsr::model_reduce_into(c.m, ci->rank, ci->size, root, n);
   return c;
 }
 
 template <class C>
-Coll c_allreduce(const CommInfo* ci, C count, MPI_Datatype t) {
-  Coll c;
-  c.kind = TSR_COLL_ALLREDUCE;
+Coll& c_allreduce(const CommInfo* ci, C count, MPI_Datatype t) {
+  Coll& c = scratch(TSR_COLL_ALLREDUCE);
   const uint64_t e = type_size(t), k = count > 0 ? static_cast<uint64_t>(count) : 0;
   c.sent = c.recv = k * e;
-  if (!ci->inter) c.m = tsr::model_allreduce(ci->rank, ci->size, k, e);
+  if (!ci->inter) tsr::model_allreduce_into(c.m, ci->rank, ci->size, k, e);
   return c;
 }
 
 // Gather: every rank's block of `block` bytes (the root's own from the
 // receive side, which is what it holds also with MPI_IN_PLACE).
-inline Coll c_gather(const CommInfo* ci, uint64_t sbytes, uint64_t rblock, int root) {
-  Coll c;
-  c.kind = TSR_COLL_GATHER;
+inline Coll& c_gather(const CommInfo* ci, uint64_t sbytes, uint64_t rblock, int root) {
+  Coll& c = scratch(TSR_COLL_GATHER);
   if (ci->inter) {
     if (root == MPI_ROOT) c.recv = rblock * static_cast<uint64_t>(ci->world.size());
     else if (root != MPI_PROC_NULL) c.sent = sbytes;
@@ -106,14 +114,13 @@ inline Coll c_gather(const CommInfo* ci, uint64_t sbytes, uint64_t rblock, int r
   const bool me = ci->rank == root;
   c.sent = me ? rblock : sbytes;
   c.recv = me ? rblock * static_cast<uint64_t>(ci->size) : 0;
-  c.m = tsr::model_gather(ci->rank, ci->size, root, me ? rblock : sbytes);
+  tsr::model_gather_into(c.m, ci->rank, ci->size, root, me ? rblock : sbytes);
   return c;
 }
 
 template <class C>
-Coll c_gatherv(const CommInfo* ci, uint64_t sbytes, const C* rcounts, MPI_Datatype rt, int root) {
-  Coll c;
-  c.kind = TSR_COLL_GATHER;
+Coll& c_gatherv(const CommInfo* ci, uint64_t sbytes, const C* rcounts, MPI_Datatype rt, int root) {
+  Coll& c = scratch(TSR_COLL_GATHER);
   const uint64_t e = type_size(rt);
   if (ci->inter) {
     if (root == MPI_ROOT)
@@ -133,15 +140,14 @@ Coll c_gatherv(const CommInfo* ci, uint64_t sbytes, const C* rcounts, MPI_Dataty
     c.recv += from[q];
   }
   c.sent = from[static_cast<size_t>(root)];
-  c.m = model_direct(ci->rank, to, from);
+  model_direct_into(c.m, ci->rank, to, from);
   for (size_t q = 0; q < p; ++q)  // a gather message arrives even when empty
     if (static_cast<int>(q) != root && from[q] == 0) c.m.recv.push_back({static_cast<int>(q), 1, 0});
   return c;
 }
 
-inline Coll c_scatter(const CommInfo* ci, uint64_t sblock, uint64_t rbytes, int root) {
-  Coll c;
-  c.kind = TSR_COLL_SCATTER;
+inline Coll& c_scatter(const CommInfo* ci, uint64_t sblock, uint64_t rbytes, int root) {
+  Coll& c = scratch(TSR_COLL_SCATTER);
   if (ci->inter) {
     if (root == MPI_ROOT) c.sent = sblock * static_cast<uint64_t>(ci->world.size());
     else if (root != MPI_PROC_NULL) c.recv = rbytes;
@@ -150,14 +156,13 @@ inline Coll c_scatter(const CommInfo* ci, uint64_t sblock, uint64_t rbytes, int 
   const bool me = ci->rank == root;
   c.sent = me ? sblock * static_cast<uint64_t>(ci->size) : 0;
   c.recv = me ? sblock : rbytes;
-  c.m = tsr::model_scatter(ci->rank, ci->size, root, me ? sblock : rbytes);
+  tsr::model_scatter_into(c.m, ci->rank, ci->size, root, me ? sblock : rbytes);
   return c;
 }
 
 template <class C>
-Coll c_scatterv(const CommInfo* ci, const C* scounts, MPI_Datatype st, uint64_t rbytes, int root) {
-  Coll c;
-  c.kind = TSR_COLL_SCATTER;
+Coll& c_scatterv(const CommInfo* ci, const C* scounts, MPI_Datatype st, uint64_t rbytes, int root) {
+  Coll& c = scratch(TSR_COLL_SCATTER);
   const uint64_t e = type_size(st);
   if (ci->inter) {
     if (root == MPI_ROOT)
@@ -177,16 +182,15 @@ Coll c_scatterv(const CommInfo* ci, const C* scounts, MPI_Datatype st, uint64_t 
     c.sent += to[q];
   }
   c.recv = to[static_cast<size_t>(root)];
-  c.m = model_direct(ci->rank, to, from);
+  model_direct_into(c.m, ci->rank, to, from);
   for (size_t q = 0; q < p; ++q)
     if (static_cast<int>(q) != root && to[q] == 0) c.m.sent.push_back({static_cast<int>(q), 1, 0});
   return c;
 }
 
 // Allgather: this rank's block from the receive side (MPI_IN_PLACE-safe).
-inline Coll c_allgather(const CommInfo* ci, uint64_t sbytes, uint64_t rblock) {
-  Coll c;
-  c.kind = TSR_COLL_ALLGATHER;
+inline Coll& c_allgather(const CommInfo* ci, uint64_t sbytes, uint64_t rblock) {
+  Coll& c = scratch(TSR_COLL_ALLGATHER);
   if (ci->inter) {
     c.sent = sbytes;
     c.recv = rblock * static_cast<uint64_t>(ci->world.size());
@@ -194,14 +198,13 @@ inline Coll c_allgather(const CommInfo* ci, uint64_t sbytes, uint64_t rblock) {
   }
   c.sent = rblock;
   c.recv = rblock * static_cast<uint64_t>(ci->size);
-  c.m = tsr::model_allgatherv(ci->rank, ci->size, std::vector<uint64_t>(static_cast<size_t>(ci->size), rblock));
+  tsr::model_allgather_equal_into(c.m, ci->rank, ci->size, rblock);
   return c;
 }
 
 template <class C>
-Coll c_allgatherv(const CommInfo* ci, uint64_t sbytes, const C* rcounts, MPI_Datatype rt) {
-  Coll c;
-  c.kind = TSR_COLL_ALLGATHER;
+Coll& c_allgatherv(const CommInfo* ci, uint64_t sbytes, const C* rcounts, MPI_Datatype rt) {
+  Coll& c = scratch(TSR_COLL_ALLGATHER);
   const size_t n = ci->world.size();
   std::vector<uint64_t> b(n);
   for (size_t q = 0; q < n; ++q) {
@@ -213,33 +216,30 @@ Coll c_allgatherv(const CommInfo* ci, uint64_t sbytes, const C* rcounts, MPI_Dat
     return c;
   }
   c.sent = b[static_cast<size_t>(ci->rank)];
-  c.m = tsr::model_allgatherv(ci->rank, ci->size, b);
+  tsr::model_allgatherv_into(c.m, ci->rank, ci->size, b);
   return c;
 }
 
-inline Coll c_alltoall(const CommInfo* ci, uint64_t rblock) {
-  Coll c;
-  c.kind = TSR_COLL_ALLTOALL;
+inline Coll& c_alltoall(const CommInfo* ci, uint64_t rblock) {
+  Coll& c = scratch(TSR_COLL_ALLTOALL);
   const uint64_t n = static_cast<uint64_t>(ci->world.size());
   c.sent = c.recv = rblock * n;
-  if (!ci->inter) c.m = tsr::model_alltoall(ci->rank, ci->size, rblock);
+  if (!ci->inter) tsr::model_alltoall_into(c.m, ci->rank, ci->size, rblock);
   return c;
 }
 
 // Alltoallv/w: per-peer bytes to and from (in place: the receive side).
-inline Coll c_alltoallv(const CommInfo* ci, const std::vector<uint64_t>& to, const std::vector<uint64_t>& from) {
-  Coll c;
-  c.kind = TSR_COLL_ALLTOALL;
+inline Coll& c_alltoallv(const CommInfo* ci, const std::vector<uint64_t>& to, const std::vector<uint64_t>& from) {
+  Coll& c = scratch(TSR_COLL_ALLTOALL);
   for (uint64_t x : to) c.sent += x;
   for (uint64_t x : from) c.recv += x;
-  if (!ci->inter) c.m = model_direct(ci->rank, to, from);
+  if (!ci->inter) model_direct_into(c.m, ci->rank, to, from);
   return c;
 }
 
 template <class C>
-Coll c_reduce_scatter(const CommInfo* ci, const C* rcounts, MPI_Datatype t) {
-  Coll c;
-  c.kind = TSR_COLL_REDUCE_SCATTER;
+Coll& c_reduce_scatter(const CommInfo* ci, const C* rcounts, MPI_Datatype t) {
+  Coll& c = scratch(TSR_COLL_REDUCE_SCATTER);
   const size_t n = static_cast<size_t>(ci->inter ? static_cast<int>(ci->world.size()) : ci->size);
   std::vector<uint64_t> b(n);
   for (size_t q = 0; q < n; ++q) {
@@ -248,24 +248,23 @@ Coll c_reduce_scatter(const CommInfo* ci, const C* rcounts, MPI_Datatype t) {
   }
   if (ci->inter) return c;
   c.recv = b[static_cast<size_t>(ci->rank)];
-  c.m = tsr::model_reduce_scatterv(ci->rank, ci->size, b);
+  tsr::model_reduce_scatterv_into(c.m, ci->rank, ci->size, b);
   return c;
 }
 
-inline Coll c_reduce_scatter_block(const CommInfo* ci, uint64_t block) {
-  Coll c;
-  c.kind = TSR_COLL_REDUCE_SCATTER;
+inline Coll& c_reduce_scatter_block(const CommInfo* ci, uint64_t block) {
+  Coll& c = scratch(TSR_COLL_REDUCE_SCATTER);
   c.sent = block * static_cast<uint64_t>(ci->size);
   c.recv = block;
   if (!ci->inter)
-    c.m = tsr::model_reduce_scatterv(ci->rank, ci->size, std::vector<uint64_t>(static_cast<size_t>(ci->size), block));
+    tsr::model_reduce_scatter_equal_into(c.m, ci->rank, ci->size, block);
   return c;
 }
 
-inline Coll c_scan(const CommInfo* ci, uint64_t n) {
-  Coll c;
+inline Coll& c_scan(const CommInfo* ci, uint64_t n) {
+  Coll& c = scratch();
   c.sent = c.recv = n;
-  c.m = model_scan(ci->rank, ci->size, n);
+  model_scan_into(c.m, ci->rank, ci->size, n);
   return c;
 }
 
@@ -301,9 +300,9 @@ inline void neighbours(MPI_Comm comm, std::vector<int>* in, std::vector<int>* ou
 }
 
 // Neighbourhood exchange: to out-neighbour i to[i] bytes, from in-neighbour i from[i].
-inline Coll c_neighbour(const std::vector<int>& in, const std::vector<int>& out, const std::vector<uint64_t>& to,
+inline Coll& c_neighbour(const std::vector<int>& in, const std::vector<int>& out, const std::vector<uint64_t>& to,
                  const std::vector<uint64_t>& from) {
-  Coll c;
+  Coll& c = scratch();
   for (size_t i = 0; i < out.size(); ++i)
     if (out[i] != MPI_PROC_NULL) {
       c.sent += to[i];

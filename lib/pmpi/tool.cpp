@@ -328,8 +328,7 @@ bool fortran_in_place(const void* p) {
 }
 
 // -------------------------------------------------------------------- models
-WireModel model_scan(int rank, int size, uint64_t bytes) {
-  WireModel m;
+void model_scan_into(WireModel& m, int rank, int size, uint64_t bytes) {
   for (int mask = 1; mask < size; mask <<= 1) {
     const int partner = rank ^ mask;
     if (partner < size) {
@@ -337,16 +336,13 @@ WireModel model_scan(int rank, int size, uint64_t bytes) {
       m.recv.push_back({partner, 1, bytes});
     }
   }
-  return m;
 }
 
-WireModel model_direct(int rank, const std::vector<uint64_t>& to, const std::vector<uint64_t>& from) {
-  WireModel m;
+void model_direct_into(WireModel& m, int rank, const std::vector<uint64_t>& to, const std::vector<uint64_t>& from) {
   for (size_t q = 0; q < to.size(); ++q)
     if (static_cast<int>(q) != rank && to[q] > 0) m.sent.push_back({static_cast<int>(q), 1, to[q]});
   for (size_t q = 0; q < from.size(); ++q)
     if (static_cast<int>(q) != rank && from[q] > 0) m.recv.push_back({static_cast<int>(q), 1, from[q]});
-  return m;
 }
 
 // ------------------------------------------------------------------- regions

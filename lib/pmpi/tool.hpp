@@ -123,9 +123,10 @@ void finalize();            // before PMPI_Finalize: gather and write the report
 void pcontrol(int level, const char* name);
 
 // Wire models beyond libtessera's (docs/ENERGY.md states them).
-WireModel model_scan(int rank, int size, uint64_t bytes);  // recursive doubling
+// (m is filled; it starts empty.)
+void model_scan_into(WireModel& m, int rank, int size, uint64_t bytes);  // recursive doubling
 // Direct exchange with per-peer bytes (alltoallv/w, gatherv, scatterv).
-WireModel model_direct(int rank, const std::vector<uint64_t>& to, const std::vector<uint64_t>& from);
+void model_direct_into(WireModel& m, int rank, const std::vector<uint64_t>& to, const std::vector<uint64_t>& from);
 
 }  // namespace pmpi
 }  // namespace tsr
