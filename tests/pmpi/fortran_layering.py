@@ -99,7 +99,7 @@ def reaches(libs, lib, addr, size, routine, depth=0, seen=None):
             return "PMPI"
     for n in names:  # a helper in another of the MPI's libraries (Open MPI: ompi_send_f)
         for other in libs:
-            if n in other.syms and not n.lower().startswith(("mpi_", "pmpi_")):
+            if n in other.syms and not n.startswith(("MPI_", "PMPI_")):
                 r = reaches(libs, other, *other.syms[n], routine, depth + 1, seen)
                 if r:
                     return r
