@@ -628,6 +628,251 @@ TSR_F_COLL(iexscan, MPI_IEXSCAN, iallreduce, F_Iexscan,
            (void* s, void* rb, F* count, F* t, F* op, F* comm, F* r, F* ierr), (s, rb, count, t, op, comm, r), comm,
            c_scan(ci, fbytes(*count, *t)))
 
+
+// ---------------------------------------------- alltoallw, neighbourhood
+namespace {
+std::vector<MPI_Datatype> c_types(size_t n, const F* t) {
+  std::vector<MPI_Datatype> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = PMPI_Type_f2c(t[i]);
+  return v;
+}
+using alltoallw_fn = void(void*, F*, F*, F*, void*, F*, F*, F*, F*, F*);
+using ialltoallw_fn = void(void*, F*, F*, F*, void*, F*, F*, F*, F*, F*, F*);
+using nbw_fn = void(void*, F*, MPI_Aint*, F*, void*, F*, MPI_Aint*, F*, F*, F*);
+using inbw_fn = void(void*, F*, MPI_Aint*, F*, void*, F*, MPI_Aint*, F*, F*, F*, F*);
+}  // namespace
+
+#define TSR_F_A2AW_MAKE                                                                              \
+  c_alltoallv(ci,                                                                                    \
+              fortran_in_place(s) ? per_peer_w(rcs, c_types(group_size(ci), rts).data(), group_size(ci)) \
+                                  : per_peer_w(scs, c_types(group_size(ci), sts).data(), group_size(ci)), \
+              per_peer_w(rcs, c_types(group_size(ci), rts).data(), group_size(ci)))
+TSR_F_COLL(alltoallw, MPI_ALLTOALLW, alltoallw, F_Alltoallw,
+           (void* s, F* scs, F* sds, F* sts, void* rb, F* rcs, F* rds, F* rts, F* comm, F* ierr),
+           (s, scs, sds, sts, rb, rcs, rds, rts, comm), comm, TSR_F_A2AW_MAKE)
+TSR_F_COLL(ialltoallw, MPI_IALLTOALLW, ialltoallw, F_Ialltoallw,
+           (void* s, F* scs, F* sds, F* sts, void* rb, F* rcs, F* rds, F* rts, F* comm, F* r, F* ierr),
+           (s, scs, sds, sts, rb, rcs, rds, rts, comm, r), comm, TSR_F_A2AW_MAKE)
+
+// Neighbourhood collectives: exact edges from the communicator's topology.
+#define TSR_F_NB(name, NAME, SHAPE, FN, PARAMS, ARGS, TO, FROM)                 \
+  TSR_WEAK(SHAPE, name)                                                         \
+  extern "C" void tsr_f_##name PARAMS {                                         \
+    TSR_FCALL(pmpi_##name##_, TSR_UNPAREN ARGS)                                 \
+    TSR_F_NB_CHARGE(FN, TO, FROM)                                               \
+  }                                                                             \
+  extern "C" void tsr_f08_##name PARAMS {                                       \
+    TSR_FCALL(pmpi_##name##_f08_, TSR_UNPAREN ARGS)                             \
+    TSR_F_NB_CHARGE(FN, TO, FROM)                                               \
+  }                                                                             \
+  TSR_ALIASES(name, NAME)
+#define TSR_F_NB_CHARGE(FN, TO, FROM)                                           \
+  const MPI_Comm cc = PMPI_Comm_f2c(*comm);                                     \
+  if (const CommInfo* ci = comm_info(cc)) {                                     \
+    std::vector<int> in, out;                                                   \
+    neighbours(cc, &in, &out);                                                  \
+    charge(FN, ci, c_neighbour(in, out, TO, FROM));                             \
+  }
+TSR_F_NB(neighbor_allgather, MPI_NEIGHBOR_ALLGATHER, allgather, F_Neighbor_allgather,
+         (void* s, F* sc, F* st, void* rb, F* rc, F* rt, F* comm, F* ierr), (s, sc, st, rb, rc, rt, comm),
+         std::vector<uint64_t>(out.size(), fbytes(*sc, *st)), std::vector<uint64_t>(in.size(), fbytes(*rc, *rt)))
+TSR_F_NB(ineighbor_allgather, MPI_INEIGHBOR_ALLGATHER, iallgather, F_Ineighbor_allgather,
+         (void* s, F* sc, F* st, void* rb, F* rc, F* rt, F* comm, F* r, F* ierr), (s, sc, st, rb, rc, rt, comm, r),
+         std::vector<uint64_t>(out.size(), fbytes(*sc, *st)), std::vector<uint64_t>(in.size(), fbytes(*rc, *rt)))
+TSR_F_NB(neighbor_allgatherv, MPI_NEIGHBOR_ALLGATHERV, allgatherv, F_Neighbor_allgatherv,
+         (void* s, F* sc, F* st, void* rb, F* rcs, F* displs, F* rt, F* comm, F* ierr),
+         (s, sc, st, rb, rcs, displs, rt, comm), std::vector<uint64_t>(out.size(), fbytes(*sc, *st)),
+         per_peer(rcs, PMPI_Type_f2c(*rt), in.size()))
+TSR_F_NB(ineighbor_allgatherv, MPI_INEIGHBOR_ALLGATHERV, iallgatherv, F_Ineighbor_allgatherv,
+         (void* s, F* sc, F* st, void* rb, F* rcs, F* displs, F* rt, F* comm, F* r, F* ierr),
+         (s, sc, st, rb, rcs, displs, rt, comm, r), std::vector<uint64_t>(out.size(), fbytes(*sc, *st)),
+         per_peer(rcs, PMPI_Type_f2c(*rt), in.size()))
+TSR_F_NB(neighbor_alltoall, MPI_NEIGHBOR_ALLTOALL, allgather, F_Neighbor_alltoall,
+         (void* s, F* sc, F* st, void* rb, F* rc, F* rt, F* comm, F* ierr), (s, sc, st, rb, rc, rt, comm),
+         std::vector<uint64_t>(out.size(), fbytes(*sc, *st)), std::vector<uint64_t>(in.size(), fbytes(*rc, *rt)))
+TSR_F_NB(ineighbor_alltoall, MPI_INEIGHBOR_ALLTOALL, iallgather, F_Ineighbor_alltoall,
+         (void* s, F* sc, F* st, void* rb, F* rc, F* rt, F* comm, F* r, F* ierr), (s, sc, st, rb, rc, rt, comm, r),
+         std::vector<uint64_t>(out.size(), fbytes(*sc, *st)), std::vector<uint64_t>(in.size(), fbytes(*rc, *rt)))
+TSR_F_NB(neighbor_alltoallv, MPI_NEIGHBOR_ALLTOALLV, alltoallv, F_Neighbor_alltoallv,
+         (void* s, F* scs, F* sds, F* st, void* rb, F* rcs, F* rds, F* rt, F* comm, F* ierr),
+         (s, scs, sds, st, rb, rcs, rds, rt, comm), per_peer(scs, PMPI_Type_f2c(*st), out.size()),
+         per_peer(rcs, PMPI_Type_f2c(*rt), in.size()))
+TSR_F_NB(ineighbor_alltoallv, MPI_INEIGHBOR_ALLTOALLV, ialltoallv, F_Ineighbor_alltoallv,
+         (void* s, F* scs, F* sds, F* st, void* rb, F* rcs, F* rds, F* rt, F* comm, F* r, F* ierr),
+         (s, scs, sds, st, rb, rcs, rds, rt, comm, r), per_peer(scs, PMPI_Type_f2c(*st), out.size()),
+         per_peer(rcs, PMPI_Type_f2c(*rt), in.size()))
+TSR_F_NB(neighbor_alltoallw, MPI_NEIGHBOR_ALLTOALLW, nbw, F_Neighbor_alltoallw,
+         (void* s, F* scs, MPI_Aint* sds, F* sts, void* rb, F* rcs, MPI_Aint* rds, F* rts, F* comm, F* ierr),
+         (s, scs, sds, sts, rb, rcs, rds, rts, comm), per_peer_w(scs, c_types(out.size(), sts).data(), out.size()),
+         per_peer_w(rcs, c_types(in.size(), rts).data(), in.size()))
+TSR_F_NB(ineighbor_alltoallw, MPI_INEIGHBOR_ALLTOALLW, inbw, F_Ineighbor_alltoallw,
+         (void* s, F* scs, MPI_Aint* sds, F* sts, void* rb, F* rcs, MPI_Aint* rds, F* rts, F* comm, F* r, F* ierr),
+         (s, scs, sds, sts, rb, rcs, rds, rts, comm, r),
+         per_peer_w(scs, c_types(out.size(), sts).data(), out.size()),
+         per_peer_w(rcs, c_types(in.size(), rts).data(), in.size()))
+
+// ------------------------------------------------------------------ one-sided
+namespace {
+using put_fn = void(void*, F*, F*, F*, MPI_Aint*, F*, F*, F*, F*);
+using rput_fn = void(void*, F*, F*, F*, MPI_Aint*, F*, F*, F*, F*, F*);
+using acc_fn = void(void*, F*, F*, F*, MPI_Aint*, F*, F*, F*, F*, F*);
+using racc_fn = void(void*, F*, F*, F*, MPI_Aint*, F*, F*, F*, F*, F*, F*);
+using gacc_fn = void(void*, F*, F*, void*, F*, F*, F*, MPI_Aint*, F*, F*, F*, F*, F*);
+using rgacc_fn = void(void*, F*, F*, void*, F*, F*, F*, MPI_Aint*, F*, F*, F*, F*, F*, F*);
+using fop_fn = void(void*, void*, F*, F*, MPI_Aint*, F*, F*, F*);
+using cas_fn = void(void*, void*, void*, F*, F*, MPI_Aint*, F*, F*);
+void rma(Fn fn, F win, F target, uint64_t sent, uint64_t got) {
+  const CommInfo* ci = win_info(PMPI_Win_f2c(win));
+  if (sent > 0 || got == 0) on_send(fn, ci, target, sent);
+  if (got > 0) on_recv_bytes(fn, ci, target, got, sent == 0);
+}
+}  // namespace
+#define TSR_F_RMA(name, NAME, SHAPE, PARAMS, ARGS, CHARGE) \
+  TSR_WEAK(SHAPE, name)                                   \
+  extern "C" void tsr_f_##name PARAMS {                   \
+    TSR_FCALL(pmpi_##name##_, TSR_UNPAREN ARGS)           \
+    CHARGE;                                               \
+  }                                                       \
+  extern "C" void tsr_f08_##name PARAMS {                 \
+    TSR_FCALL(pmpi_##name##_f08_, TSR_UNPAREN ARGS)       \
+    CHARGE;                                               \
+  }                                                       \
+  TSR_ALIASES(name, NAME)
+TSR_F_RMA(put, MPI_PUT, put, (void* o, F* oc, F* ot, F* tr, MPI_Aint* td, F* tc, F* tt, F* w, F* ierr),
+          (o, oc, ot, tr, td, tc, tt, w), rma(F_Put, *w, *tr, fbytes(*oc, *ot), 0))
+TSR_F_RMA(get, MPI_GET, put, (void* o, F* oc, F* ot, F* tr, MPI_Aint* td, F* tc, F* tt, F* w, F* ierr),
+          (o, oc, ot, tr, td, tc, tt, w), rma(F_Get, *w, *tr, 0, fbytes(*oc, *ot)))
+TSR_F_RMA(rput, MPI_RPUT, rput, (void* o, F* oc, F* ot, F* tr, MPI_Aint* td, F* tc, F* tt, F* w, F* r, F* ierr),
+          (o, oc, ot, tr, td, tc, tt, w, r), rma(F_Rput, *w, *tr, fbytes(*oc, *ot), 0))
+TSR_F_RMA(rget, MPI_RGET, rput, (void* o, F* oc, F* ot, F* tr, MPI_Aint* td, F* tc, F* tt, F* w, F* r, F* ierr),
+          (o, oc, ot, tr, td, tc, tt, w, r), rma(F_Rget, *w, *tr, 0, fbytes(*oc, *ot)))
+TSR_F_RMA(accumulate, MPI_ACCUMULATE, acc,
+          (void* o, F* oc, F* ot, F* tr, MPI_Aint* td, F* tc, F* tt, F* op, F* w, F* ierr),
+          (o, oc, ot, tr, td, tc, tt, op, w), rma(F_Accumulate, *w, *tr, fbytes(*oc, *ot), 0))
+TSR_F_RMA(raccumulate, MPI_RACCUMULATE, racc,
+          (void* o, F* oc, F* ot, F* tr, MPI_Aint* td, F* tc, F* tt, F* op, F* w, F* r, F* ierr),
+          (o, oc, ot, tr, td, tc, tt, op, w, r), rma(F_Raccumulate, *w, *tr, fbytes(*oc, *ot), 0))
+TSR_F_RMA(get_accumulate, MPI_GET_ACCUMULATE, gacc,
+          (void* o, F* oc, F* ot, void* res, F* rc, F* rt, F* tr, MPI_Aint* td, F* tc, F* tt, F* op, F* w, F* ierr),
+          (o, oc, ot, res, rc, rt, tr, td, tc, tt, op, w),
+          rma(F_Get_accumulate, *w, *tr, fbytes(*oc, *ot), fbytes(*rc, *rt)))
+TSR_F_RMA(rget_accumulate, MPI_RGET_ACCUMULATE, rgacc,
+          (void* o, F* oc, F* ot, void* res, F* rc, F* rt, F* tr, MPI_Aint* td, F* tc, F* tt, F* op, F* w, F* r,
+           F* ierr),
+          (o, oc, ot, res, rc, rt, tr, td, tc, tt, op, w, r),
+          rma(F_Rget_accumulate, *w, *tr, fbytes(*oc, *ot), fbytes(*rc, *rt)))
+TSR_F_RMA(fetch_and_op, MPI_FETCH_AND_OP, fop, (void* o, void* res, F* t, F* tr, MPI_Aint* td, F* op, F* w, F* ierr),
+          (o, res, t, tr, td, op, w), rma(F_Fetch_and_op, *w, *tr, fbytes(1, *t), fbytes(1, *t)))
+TSR_F_RMA(compare_and_swap, MPI_COMPARE_AND_SWAP, cas,
+          (void* o, void* cmp, void* res, F* t, F* tr, MPI_Aint* td, F* w, F* ierr), (o, cmp, res, t, tr, td, w),
+          rma(F_Compare_and_swap, *w, *tr, fbytes(2, *t), fbytes(1, *t)))
+
+// --------------------------------------------------------------------- MPI-IO
+namespace {
+using fio_fn = void(F*, void*, F*, F*, F*, F*);
+using fio_at_fn = void(F*, MPI_Offset*, void*, F*, F*, F*, F*);
+using fend_fn = void(F*, void*, F*, F*);
+void fdisk_status(Fn fn, bool write, const F* fs) {
+  const MPI_Status s = to_c(fs);
+  on_disk(fn, write, status_bytes(&s));
+}
+void fdisk_defer(Fn fn, bool write, F req) {
+  Deferred d;
+  d.f = fn;
+  d.kind = write ? Deferred::disk_write : Deferred::disk_read;
+  req_add(PMPI_Request_f2c(req), std::move(d));
+}
+}  // namespace
+#define TSR_F_FILE(name, NAME, FN, WRITE)                                                        \
+  TSR_WEAK(fio, file_##name)                                                                     \
+  extern "C" void tsr_f_file_##name(F* fh, void* buf, F* count, F* type, F* status, F* ierr) {   \
+    FStatus fs(status);                                                                          \
+    TSR_FCALL(pmpi_file_##name##_, fh, buf, count, type, fs.p)                                   \
+    fdisk_status(FN, WRITE, fs.p);                                                               \
+  }                                                                                              \
+  extern "C" void tsr_f08_file_##name(F* fh, void* buf, F* count, F* type, F* status, F* ierr) { \
+    FStatus fs(status);                                                                          \
+    TSR_FCALL(pmpi_file_##name##_f08_, fh, buf, count, type, fs.p)                               \
+    fdisk_status(FN, WRITE, fs.p);                                                               \
+  }                                                                                              \
+  TSR_ALIASES(file_##name, NAME)
+#define TSR_F_FILE_AT(name, NAME, FN, WRITE)                                                     \
+  TSR_WEAK(fio_at, file_##name)                                                                  \
+  extern "C" void tsr_f_file_##name(F* fh, MPI_Offset* off, void* buf, F* count, F* type, F* status, F* ierr) { \
+    FStatus fs(status);                                                                          \
+    TSR_FCALL(pmpi_file_##name##_, fh, off, buf, count, type, fs.p)                              \
+    fdisk_status(FN, WRITE, fs.p);                                                               \
+  }                                                                                              \
+  extern "C" void tsr_f08_file_##name(F* fh, MPI_Offset* off, void* buf, F* count, F* type, F* status, F* ierr) { \
+    FStatus fs(status);                                                                          \
+    TSR_FCALL(pmpi_file_##name##_f08_, fh, off, buf, count, type, fs.p)                          \
+    fdisk_status(FN, WRITE, fs.p);                                                               \
+  }                                                                                              \
+  TSR_ALIASES(file_##name, NAME)
+#define TSR_F_FILE_I(name, NAME, FN, WRITE)                                                      \
+  TSR_WEAK(fio, file_##name)                                                                     \
+  extern "C" void tsr_f_file_##name(F* fh, void* buf, F* count, F* type, F* req, F* ierr) {      \
+    TSR_FCALL(pmpi_file_##name##_, fh, buf, count, type, req)                                    \
+    fdisk_defer(FN, WRITE, *req);                                                                \
+  }                                                                                              \
+  extern "C" void tsr_f08_file_##name(F* fh, void* buf, F* count, F* type, F* req, F* ierr) {    \
+    TSR_FCALL(pmpi_file_##name##_f08_, fh, buf, count, type, req)                                \
+    fdisk_defer(FN, WRITE, *req);                                                                \
+  }                                                                                              \
+  TSR_ALIASES(file_##name, NAME)
+#define TSR_F_FILE_I_AT(name, NAME, FN, WRITE)                                                   \
+  TSR_WEAK(fio_at, file_##name)                                                                  \
+  extern "C" void tsr_f_file_##name(F* fh, MPI_Offset* off, void* buf, F* count, F* type, F* req, F* ierr) { \
+    TSR_FCALL(pmpi_file_##name##_, fh, off, buf, count, type, req)                               \
+    fdisk_defer(FN, WRITE, *req);                                                                \
+  }                                                                                              \
+  extern "C" void tsr_f08_file_##name(F* fh, MPI_Offset* off, void* buf, F* count, F* type, F* req, F* ierr) { \
+    TSR_FCALL(pmpi_file_##name##_f08_, fh, off, buf, count, type, req)                           \
+    fdisk_defer(FN, WRITE, *req);                                                                \
+  }                                                                                              \
+  TSR_ALIASES(file_##name, NAME)
+#define TSR_F_FILE_END(name, NAME, FN, WRITE)                                                    \
+  TSR_WEAK(fend, file_##name)                                                                    \
+  extern "C" void tsr_f_file_##name(F* fh, void* buf, F* status, F* ierr) {                      \
+    FStatus fs(status);                                                                          \
+    TSR_FCALL(pmpi_file_##name##_, fh, buf, fs.p)                                                \
+    fdisk_status(FN, WRITE, fs.p);                                                               \
+  }                                                                                              \
+  extern "C" void tsr_f08_file_##name(F* fh, void* buf, F* status, F* ierr) {                    \
+    FStatus fs(status);                                                                          \
+    TSR_FCALL(pmpi_file_##name##_f08_, fh, buf, fs.p)                                            \
+    fdisk_status(FN, WRITE, fs.p);                                                               \
+  }                                                                                              \
+  TSR_ALIASES(file_##name, NAME)
+TSR_F_FILE(read, MPI_FILE_READ, F_File_read, false)
+TSR_F_FILE(read_all, MPI_FILE_READ_ALL, F_File_read_all, false)
+TSR_F_FILE(read_shared, MPI_FILE_READ_SHARED, F_File_read_shared, false)
+TSR_F_FILE(read_ordered, MPI_FILE_READ_ORDERED, F_File_read_ordered, false)
+TSR_F_FILE(write, MPI_FILE_WRITE, F_File_write, true)
+TSR_F_FILE(write_all, MPI_FILE_WRITE_ALL, F_File_write_all, true)
+TSR_F_FILE(write_shared, MPI_FILE_WRITE_SHARED, F_File_write_shared, true)
+TSR_F_FILE(write_ordered, MPI_FILE_WRITE_ORDERED, F_File_write_ordered, true)
+TSR_F_FILE_AT(read_at, MPI_FILE_READ_AT, F_File_read_at, false)
+TSR_F_FILE_AT(read_at_all, MPI_FILE_READ_AT_ALL, F_File_read_at_all, false)
+TSR_F_FILE_AT(write_at, MPI_FILE_WRITE_AT, F_File_write_at, true)
+TSR_F_FILE_AT(write_at_all, MPI_FILE_WRITE_AT_ALL, F_File_write_at_all, true)
+TSR_F_FILE_I(iread, MPI_FILE_IREAD, F_File_iread, false)
+TSR_F_FILE_I(iread_all, MPI_FILE_IREAD_ALL, F_File_iread_all, false)
+TSR_F_FILE_I(iread_shared, MPI_FILE_IREAD_SHARED, F_File_iread_shared, false)
+TSR_F_FILE_I(iwrite, MPI_FILE_IWRITE, F_File_iwrite, true)
+TSR_F_FILE_I(iwrite_all, MPI_FILE_IWRITE_ALL, F_File_iwrite_all, true)
+TSR_F_FILE_I(iwrite_shared, MPI_FILE_IWRITE_SHARED, F_File_iwrite_shared, true)
+TSR_F_FILE_I_AT(iread_at, MPI_FILE_IREAD_AT, F_File_iread_at, false)
+TSR_F_FILE_I_AT(iread_at_all, MPI_FILE_IREAD_AT_ALL, F_File_iread_at_all, false)
+TSR_F_FILE_I_AT(iwrite_at, MPI_FILE_IWRITE_AT, F_File_iwrite_at, true)
+TSR_F_FILE_I_AT(iwrite_at_all, MPI_FILE_IWRITE_AT_ALL, F_File_iwrite_at_all, true)
+TSR_F_FILE_END(read_all_end, MPI_FILE_READ_ALL_END, F_File_read_all_end, false)
+TSR_F_FILE_END(read_at_all_end, MPI_FILE_READ_AT_ALL_END, F_File_read_at_all_end, false)
+TSR_F_FILE_END(read_ordered_end, MPI_FILE_READ_ORDERED_END, F_File_read_ordered_end, false)
+TSR_F_FILE_END(write_all_end, MPI_FILE_WRITE_ALL_END, F_File_write_all_end, true)
+TSR_F_FILE_END(write_at_all_end, MPI_FILE_WRITE_AT_ALL_END, F_File_write_at_all_end, true)
+TSR_F_FILE_END(write_ordered_end, MPI_FILE_WRITE_ORDERED_END, F_File_write_ordered_end, true)
+
 #elif defined(TSR_PMPI_MPICH)
 // --------------------------------------------------------------------- MPICH
 // Only the mpi_f08 routines that call PMPI_ directly. TYPE(MPI_Status) is

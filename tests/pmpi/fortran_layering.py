@@ -24,11 +24,18 @@ recv irecv recv_init sendrecv sendrecv_replace mprobe improbe mrecv imrecv
 wait waitall waitany waitsome test testall testany testsome request_free start startall
 barrier ibarrier bcast ibcast reduce ireduce allreduce iallreduce gather igather gatherv igatherv
 scatter iscatter scatterv iscatterv allgather iallgather allgatherv iallgatherv alltoall ialltoall
-alltoallv ialltoallv reduce_scatter ireduce_scatter reduce_scatter_block ireduce_scatter_block
-scan iscan exscan iexscan""".split()
-# Counted by the C wrappers only: reported, not required from Fortran.
-OTHERS = """alltoallw ialltoallw neighbor_allgather neighbor_alltoall put get accumulate
-file_write file_read file_write_at_all file_read_at_all""".split()
+alltoallv ialltoallv alltoallw ialltoallw reduce_scatter ireduce_scatter reduce_scatter_block
+ireduce_scatter_block scan iscan exscan iexscan
+neighbor_allgather ineighbor_allgather neighbor_allgatherv ineighbor_allgatherv neighbor_alltoall
+ineighbor_alltoall neighbor_alltoallv ineighbor_alltoallv neighbor_alltoallw ineighbor_alltoallw
+put get rput rget accumulate raccumulate get_accumulate rget_accumulate fetch_and_op compare_and_swap
+file_read file_read_all file_read_shared file_read_ordered file_write file_write_all file_write_shared
+file_write_ordered file_read_at file_read_at_all file_write_at file_write_at_all file_iread file_iread_all
+file_iread_shared file_iwrite file_iwrite_all file_iwrite_shared file_iread_at file_iread_at_all file_iwrite_at
+file_iwrite_at_all file_read_all_end file_read_at_all_end file_read_ordered_end file_write_all_end
+file_write_at_all_end file_write_ordered_end""".split()
+# Reported, not counted from Fortran: Fortran's MPI_Pcontrol has no region name.
+OTHERS = ["pcontrol"]
 
 
 class Lib:

@@ -9,7 +9,7 @@ module expect_m
   implicit none
   integer, parameter :: nfn = 32
   integer(8) :: sent_m(0:2) = 0, sent_b(0:2) = 0, recv_m(0:2) = 0, recv_b(0:2) = 0
-  integer(8) :: coll_calls = 0, pay_sent = 0, pay_recv = 0
+  integer(8) :: coll_calls = 0, pay_sent = 0, pay_recv = 0, disk_r = 0, disk_w = 0
   character(len=32) :: fname(nfn)
   integer(8) :: fcalls(nfn) = 0, fbytes(nfn) = 0
   integer :: nf = 0, me = 0, np = 1, rpn = 1
@@ -64,6 +64,17 @@ contains
     pay_sent = pay_sent + s
     pay_recv = pay_recv + r
   end subroutine
+  subroutine disk(name, write, bytes)
+    character(len=*), intent(in) :: name
+    logical, intent(in) :: write
+    integer(8), intent(in) :: bytes
+    call fn(name, 1, bytes)
+    if (write) then
+      disk_w = disk_w + bytes
+    else
+      disk_r = disk_r + bytes
+    end if
+  end subroutine
   subroutine write_expect(dir)
     character(len=*), intent(in) :: dir
     character(len=1024) :: path
@@ -76,8 +87,8 @@ contains
       write(u, '(3a,i0,a,i0,3a,i0,a,i0,a)') ' "p2p_sent_', trim(cn(k)), '": [', sent_m(k), ', ', sent_b(k), &
           '], "p2p_recv_', trim(cn(k)), '": [', recv_m(k), ', ', recv_b(k), '],'
     end do
-    write(u, '(a,i0,a,i0,a,i0,a)') ' "collective_calls": ', coll_calls, ', "collective_payload_sent": ', pay_sent, &
-        ', "collective_payload_recv": ', pay_recv, ', "disk_read": 0, "disk_write": 0,'
+    write(u, '(a,i0,a,i0,a,i0,a,i0,a,i0,a)') ' "collective_calls": ', coll_calls, ', "collective_payload_sent": ', &
+        pay_sent, ', "collective_payload_recv": ', pay_recv, ', "disk_read": ', disk_r, ', "disk_write": ', disk_w, ','
     write(u, '(a)', advance='no') ' "calls": {'
     do i = 1, nf
       if (i > 1) write(u, '(a)', advance='no') ', '
@@ -99,9 +110,17 @@ program pmpi_app_f
 #ifdef TSR_F08
   type(MPI_Request) :: rq(4)
   type(MPI_Status) :: st
+  type(MPI_Win) :: win
+  type(MPI_File) :: fh
+  type(MPI_Comm) :: ring
+  type(MPI_Datatype) :: types(64)
 #else
-  integer :: rq(4), st(MPI_STATUS_SIZE)
+  integer :: rq(4), st(MPI_STATUS_SIZE), win, fh, ring, types(64)
 #endif
+  integer(kind=MPI_ADDRESS_KIND) :: wsize, tdisp
+  integer(kind=MPI_OFFSET_KIND) :: off
+  integer :: counts(64), displs(64), dims(1)
+  logical :: periods(1)
   integer :: ierr, right, left, idx, round, i, n, idxs(4)
   integer(8), parameter :: d = 8
   double precision :: a(512), b(512)
@@ -194,6 +213,48 @@ program pmpi_app_f
   call MPI_Wait(rq(1), MPI_STATUS_IGNORE, ierr)
   call MPI_Scan(a, b, 7, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
   call coll('MPI_Scan', 7 * d, 7 * d)
+
+  ! alltoallw: one double to and from every rank.
+  do i = 1, np
+    counts(i) = 1
+    displs(i) = (i - 1) * 8
+    types(i) = MPI_DOUBLE_PRECISION
+  end do
+  call MPI_Alltoallw(a, counts, displs, types, b, counts, displs, types, MPI_COMM_WORLD, ierr)
+  call coll('MPI_Alltoallw', int(np, 8) * d, int(np, 8) * d)
+
+  ! A neighbourhood collective on a periodic ring: two neighbours.
+  dims(1) = np
+  periods(1) = .true.
+  call MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, .false., ring, ierr)
+  call MPI_Neighbor_allgather(a, 4, MPI_DOUBLE_PRECISION, b, 4, MPI_DOUBLE_PRECISION, ring, ierr)
+  call coll('MPI_Neighbor_allgather', 2 * 4 * d, 2 * 4 * d)
+  call MPI_Comm_free(ring, ierr)
+
+  ! One-sided (Open MPI 4.1 has no window component for one process).
+  if (np > 1) then
+    wsize = 512 * d
+    call MPI_Win_create(b, wsize, 8, MPI_INFO_NULL, MPI_COMM_WORLD, win, ierr)
+    call MPI_Win_fence(0, win, ierr)
+    tdisp = 0
+    call MPI_Put(a, 10, MPI_DOUBLE_PRECISION, right, tdisp, 10, MPI_DOUBLE_PRECISION, win, ierr)
+    call sent('MPI_Put', right, 10 * d, 1)
+    tdisp = 20
+    call MPI_Get(a(32), 6, MPI_DOUBLE_PRECISION, left, tdisp, 6, MPI_DOUBLE_PRECISION, win, ierr)
+    call got('MPI_Get', left, 6 * d, 1)
+    call MPI_Win_fence(0, win, ierr)
+    call MPI_Win_free(win, ierr)
+  end if
+
+  ! MPI-IO: every rank its own block.
+  call MPI_File_open(MPI_COMM_WORLD, trim(dir) // '/fortran.dat', MPI_MODE_CREATE + MPI_MODE_RDWR, &
+                     MPI_INFO_NULL, fh, ierr)
+  off = int(me, MPI_OFFSET_KIND) * 40 * d
+  call MPI_File_write_at_all(fh, off, a, 40, MPI_DOUBLE_PRECISION, MPI_STATUS_IGNORE, ierr)
+  call disk('MPI_File_write_at_all', .true., 40 * d)
+  call MPI_File_read_at_all(fh, off, b, 40, MPI_DOUBLE_PRECISION, st, ierr)
+  call disk('MPI_File_read_at_all', .false., 40 * d)
+  call MPI_File_close(fh, ierr)
 
   call write_expect(dir)
   call MPI_Finalize(ierr)
