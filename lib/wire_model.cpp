@@ -33,10 +33,6 @@ void model_reduce_into(WireModel& m, int rank, int size, int root, uint64_t byte
 }
 
 namespace {
-uint64_t chunk(uint64_t count, int size, int i) {
-  const uint64_t p = static_cast<uint64_t>(size);
-  return count / p + (static_cast<uint64_t>(i) < count % p ? 1 : 0);
-}
 int mod(int a, int p) { return ((a % p) + p) % p; }
 }  // namespace
 
@@ -44,12 +40,19 @@ void model_allreduce_into(WireModel& m, int rank, int size, uint64_t count, uint
   m.sent.clear();
   m.recv.clear();
   if (size <= 1) return;
+  // One division (this runs on every all-reduce): chunk i has q elements,
+  // plus one for the first count mod p chunks.
   const int p = size;
+  const uint64_t q = count / static_cast<uint64_t>(p), rem = count - q * static_cast<uint64_t>(p);
+  auto chunk_of = [&](int i) { return q + (static_cast<uint64_t>(i) < rem ? 1 : 0); };
+  const int r1 = rank + 1 < p ? rank + 1 : rank + 1 - p;
+  const int r2 = r1 + 1 < p ? r1 + 1 : r1 + 1 - p;
+  const int l1 = rank > 0 ? rank - 1 : p - 1;
   const uint64_t steps = 2 * static_cast<uint64_t>(p - 1);
-  const uint64_t sent = (count - chunk(count, p, mod(rank + 1, p))) + (count - chunk(count, p, mod(rank + 2, p)));
-  const uint64_t recv = (count - chunk(count, p, rank)) + (count - chunk(count, p, mod(rank + 1, p)));
-  m.sent.push_back({mod(rank + 1, p), steps, sent * elem_size});
-  m.recv.push_back({mod(rank - 1, p), steps, recv * elem_size});
+  const uint64_t sent = (count - chunk_of(r1)) + (count - chunk_of(r2));
+  const uint64_t recv = (count - chunk_of(rank)) + (count - chunk_of(r1));
+  m.sent.push_back({r1, steps, sent * elem_size});
+  m.recv.push_back({l1, steps, recv * elem_size});
 }
 
 void model_allgatherv_into(WireModel& m, int rank, int size, const std::vector<uint64_t>& b) {

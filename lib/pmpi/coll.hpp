@@ -28,10 +28,10 @@ struct Coll {
 
 // The collective being charged: one per thread, reused, so that its model's
 // vectors keep their capacity (no allocation per call in a steady state).
+Coll& scratch_mt();  // MPI_THREAD_MULTIPLE: this thread's
+extern Coll g_scratch;  // single-threaded runs
 inline Coll& scratch(int kind = kCollOther) {
-  static Coll one;                      // single-threaded runs
-  static thread_local Coll per_thread;  // MPI_THREAD_MULTIPLE
-  Coll& c = g_mt ? per_thread : one;
+  Coll& c = g_mt ? scratch_mt() : g_scratch;
   c.kind = kind;
   c.sent = c.recv = 0;
   c.m.sent.clear();

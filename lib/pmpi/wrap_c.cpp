@@ -14,6 +14,16 @@
 using namespace tsr::pmpi;
 using tsr::WireModel;
 
+namespace tsr {
+namespace pmpi {
+Coll g_scratch;
+Coll& scratch_mt() {
+  static thread_local Coll c;
+  return c;
+}
+}  // namespace pmpi
+}  // namespace tsr
+
 extern "C" {
 
 // ------------------------------------------------------------ init, finalize
