@@ -2,6 +2,7 @@
 // and the report at MPI_Finalize. Every MPI call made here is a PMPI_ call,
 // so the tool never counts itself.
 #include "tool.hpp"
+#include "coll.hpp"
 
 #include <dlfcn.h>
 
@@ -51,6 +52,7 @@ int win_delete(MPI_Win, int, void* attr, void*) {
 
 int comm_delete(MPI_Comm comm, int, void* attr, void*) {
   if (g_last.comm_key == key_of(comm)) g_last = Last();
+  if (g_allreduce.ci == attr) g_allreduce = AllreduceMemo();
   if (g != nullptr) {
     Lock lk;
     State::Slot& s = g->cache[slot_of(key_of(comm))];
@@ -513,6 +515,7 @@ void finalize() {
   if (!g_ready) return;
   g_ready = false;  // from here on every wrapper passes through
   g_last = Last();
+  g_allreduce = AllreduceMemo();
   State& s = *g;
   constexpr size_t kWords = sizeof(tsr_counters) / sizeof(uint64_t);
   constexpr size_t kXWords = sizeof(tsr_region_extra) / sizeof(uint64_t);

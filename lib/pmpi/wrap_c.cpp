@@ -17,6 +17,7 @@ using tsr::WireModel;
 namespace tsr {
 namespace pmpi {
 Coll g_scratch;
+AllreduceMemo g_allreduce;
 Coll& scratch_mt() {
   static thread_local Coll c;
   return c;
@@ -393,6 +394,15 @@ int MPI_Startall(int n, MPI_Request reqs[]) {
     TSR_COLL_BODY(FN, PMPI_##NAME(s, rb, count, t, op, comm TSR_##T##_ARGS), comm, MAKE,         \
                   TSR_##T##_REQ, TSR_##T##_PERS)                                                 \
   }
+#define TSR_W_ALLREDUCE_BLOCKING(NAME, FN, CNT)                                                   \
+  int MPI_##NAME(const void* s, void* rb, CNT count, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {     \
+    if (pass()) return PMPI_##NAME(s, rb, count, t, op, comm);                                       \
+    const int rc = nested([&] { return PMPI_##NAME(s, rb, count, t, op, comm); });                   \
+    if (rc == MPI_SUCCESS) {                                                                         \
+      if (const CommInfo* ci = comm_info(comm)) charge_allreduce(FN, ci, count, t);                  \
+    }                                                                                                \
+    return rc;                                                                                       \
+  }
 #define TSR_W_GATHER(NAME, FN, CNT, T, MAKE)                                                     \
   int MPI_##NAME(const void* s, CNT sc, MPI_Datatype st, void* rb, CNT rc_, MPI_Datatype rt, int root, \
                  MPI_Comm comm TSR_##T##_PARAMS) {                                               \
@@ -498,7 +508,7 @@ TSR_W_BCAST(Bcast, F_Bcast, int, B)
 TSR_W_BCAST(Ibcast, F_Ibcast, int, N)
 TSR_W_REDUCE(Reduce, F_Reduce, int, B)
 TSR_W_REDUCE(Ireduce, F_Ireduce, int, N)
-TSR_W_ALLREDUCE(Allreduce, F_Allreduce, int, B, c_allreduce(ci, count, t))
+TSR_W_ALLREDUCE_BLOCKING(Allreduce, F_Allreduce, int)
 TSR_W_ALLREDUCE(Iallreduce, F_Iallreduce, int, N, c_allreduce(ci, count, t))
 TSR_W_GATHER(Gather, F_Gather, int, B, c_gather(ci, nbytes(sc, st), nbytes(rc_, rt), root))
 TSR_W_GATHER(Igather, F_Igather, int, N, c_gather(ci, nbytes(sc, st), nbytes(rc_, rt), root))
@@ -568,7 +578,7 @@ TSR_W_BCAST(Bcast_init_c, F_Bcast_init, MPI_Count, P)
 TSR_W_REDUCE(Reduce_c, F_Reduce, MPI_Count, B)
 TSR_W_REDUCE(Ireduce_c, F_Ireduce, MPI_Count, N)
 TSR_W_REDUCE(Reduce_init_c, F_Reduce_init, MPI_Count, P)
-TSR_W_ALLREDUCE(Allreduce_c, F_Allreduce, MPI_Count, B, c_allreduce(ci, count, t))
+TSR_W_ALLREDUCE_BLOCKING(Allreduce_c, F_Allreduce, MPI_Count)
 TSR_W_ALLREDUCE(Iallreduce_c, F_Iallreduce, MPI_Count, N, c_allreduce(ci, count, t))
 TSR_W_ALLREDUCE(Allreduce_init_c, F_Allreduce_init, MPI_Count, P, c_allreduce(ci, count, t))
 TSR_W_GATHER(Gather_c, F_Gather, MPI_Count, B, c_gather(ci, nbytes(sc, st), nbytes(rc_, rt), root))

@@ -203,6 +203,13 @@ int main(int argc, char** argv) {
   CK(MPI_Allreduce(a, b, 101, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
   coll("MPI_Allreduce", 101 * D, 101 * D);
   MPI_Pcontrol(-1, "allreduce");
+  /* The same call repeated (the tool reuses the last all-reduce's charge). */
+  MPI_Pcontrol(1, "allreduce_again");
+  for (int i = 0; i < 3; ++i) {
+    CK(MPI_Allreduce(a, b, 101, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    coll("MPI_Allreduce", 101 * D, 101 * D);
+  }
+  MPI_Pcontrol(-1, "allreduce_again");
   CK(MPI_Allreduce(MPI_IN_PLACE, b, 5, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   coll("MPI_Allreduce", 5 * 4, 5 * 4);
   CK(MPI_Gather(a, 6, MPI_DOUBLE, b, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD));
@@ -273,6 +280,14 @@ int main(int argc, char** argv) {
   CK(MPI_Sendrecv(a, 23, MPI_DOUBLE, snext, 60, b, 23, MPI_DOUBLE, sprev, 60, sub, MPI_STATUS_IGNORE));
   sent("MPI_Sendrecv", sworld[snext], 23 * D, 1);
   got("MPI_Sendrecv", sworld[sprev], 23 * D, 0);
+  for (int i = 0; i < 2; ++i) {
+    CK(MPI_Allreduce(a, b, 7, MPI_DOUBLE, MPI_SUM, sub));
+    coll("MPI_Allreduce", 7 * D, 7 * D);
+  }
+  MPI_Comm_free(&sub);
+  /* A new communicator after the free (its tool record may reuse the freed
+   * one's memory): the same all-reduce again, now over all ranks in order. */
+  CK(MPI_Comm_split(MPI_COMM_WORLD, 0, me, &sub));
   CK(MPI_Allreduce(a, b, 7, MPI_DOUBLE, MPI_SUM, sub));
   coll("MPI_Allreduce", 7 * D, 7 * D);
   MPI_Comm_free(&sub);
