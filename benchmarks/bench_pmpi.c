@@ -4,7 +4,9 @@
  * ones (which it does), back to back in alternating order (ABBA), and keeps
  * the ratio; the overhead is the median of the per-round ratios. Without the
  * tool preloaded MPI_X and PMPI_X are the same function, which gives the
- * noise floor of the method.
+ * noise floor of the method; with benchmarks/pmpi_null.c (libtsr_pmpi_null.so,
+ * an interposer that only forwards) preloaded instead, it gives the cost of
+ * interposition alone.
  *
  *   mpiexec -n 2 env LD_PRELOAD=libtessera-pmpi.so TSR_PMPI_TABLE=0 bench_pmpi pingpong [--bytes 8] [--iters 20000] [--rounds 101]
  *   mpiexec -n 4 env LD_PRELOAD=libtessera-pmpi.so TSR_PMPI_TABLE=0 bench_pmpi allreduce [--count 8] [--iters 2000] [--rounds 101]
@@ -87,7 +89,7 @@ int main(int argc, char** argv) {
   const int n = pingpong ? bytes : count;
   buf = calloc((size_t)(pingpong ? bytes : 2 * count * (int)sizeof(double)) + 16, 1);
   const char* pre = getenv("LD_PRELOAD");
-  const int tool = pre != NULL && strstr(pre, "tessera-pmpi") != NULL;
+  const int tool = pre != NULL && (strstr(pre, "tessera-pmpi") != NULL || strstr(pre, "pmpi_null") != NULL);
 
   loop(pingpong, 1, iters / 4, n); /* warm-up, both paths */
   loop(pingpong, 0, iters / 4, n);
@@ -109,11 +111,11 @@ int main(int argc, char** argv) {
     const double q1 = quantile(ratio, rounds, 0.25), q2 = quantile(ratio, rounds, 0.5),
                  q3 = quantile(ratio, rounds, 0.75);
     if (pingpong)
-      printf("bench_pmpi pingpong: %d-byte messages, ranks 0 and 1 of %d, %d rounds x %d round trips, tool %s\n", bytes,
-             np, rounds, iters, tool ? "preloaded" : "NOT preloaded (control: MPI_X and PMPI_X are one function)");
+      printf("bench_pmpi pingpong: %d-byte messages, ranks 0 and 1 of %d, %d rounds x %d round trips, preloaded: %s\n", bytes,
+             np, rounds, iters, tool ? pre : "NOT preloaded (control: MPI_X and PMPI_X are one function)");
     else
-      printf("bench_pmpi allreduce: %d doubles on %d ranks, %d rounds x %d calls, tool %s\n", count, np, rounds, iters,
-             tool ? "preloaded" : "NOT preloaded (control: MPI_X and PMPI_X are one function)");
+      printf("bench_pmpi allreduce: %d doubles on %d ranks, %d rounds x %d calls, preloaded: %s\n", count, np, rounds, iters,
+             tool ? pre : "NOT preloaded (control: MPI_X and PMPI_X are one function)");
     printf("  PMPI_ (not intercepted): median %.4f us/%s\n", mr * 1e6, pingpong ? "message" : "call");
     printf("  MPI_  (through the tool): median %.4f us/%s\n", mv * 1e6, pingpong ? "message" : "call");
     printf("  overhead: %+.2f %% (median of per-round ratios; quartiles %+.2f %% .. %+.2f %%), %+.1f ns/%s\n",
