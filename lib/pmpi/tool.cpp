@@ -53,6 +53,10 @@ int win_delete(MPI_Win, int, void* attr, void*) {
 int comm_delete(MPI_Comm comm, int, void* attr, void*) {
   if (g_last.comm_key == key_of(comm)) g_last = Last();
   if (g_allreduce.ci == attr) g_allreduce = AllreduceMemo();
+  if (g_pending.ci == attr) {
+    if (g_ready) flush_recv();
+    g_pending = PendingRecv();
+  }
   if (g != nullptr) {
     Lock lk;
     State::Slot& s = g->cache[slot_of(key_of(comm))];
@@ -350,6 +354,7 @@ void model_direct_into(WireModel& m, int rank, const std::vector<uint64_t>& to, 
 // ------------------------------------------------------------------- regions
 void pcontrol(int level, const char* name) {
   if (!g_ready || !g->regions || name == nullptr || (level != 1 && level != -1)) return;
+  flush_recv();
   Lock lk;
   if (level == 1) {
     if (g->ledger.begin(name) == TSR_SUCCESS) g->fns.push(g->ledger.current_path());
@@ -513,6 +518,7 @@ void emit(const energy::ReportData& d) {
 
 void finalize() {
   if (!g_ready) return;
+  flush_recv();
   g_ready = false;  // from here on every wrapper passes through
   g_last = Last();
   g_allreduce = AllreduceMemo();

@@ -18,6 +18,7 @@ namespace tsr {
 namespace pmpi {
 Coll g_scratch;
 AllreduceMemo g_allreduce;
+PendingRecv g_pending;
 Coll& scratch_mt() {
   static thread_local Coll c;
   return c;
@@ -87,10 +88,11 @@ int MPI_Pcontrol(const int level, ...) {
 #define TSR_RECV(NAME, FN, CNT)                                                                         \
   int MPI_##NAME(void* buf, CNT count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Status* st) { \
     if (pass()) return PMPI_##NAME(buf, count, t, src, tag, comm, st);                                  \
+    flush_recv();                                                                                       \
     MPI_Status local;                                                                                   \
     MPI_Status* s = st == MPI_STATUS_IGNORE ? &local : st;                                             \
     const int rc = nested([&] { return PMPI_##NAME(buf, count, t, src, tag, comm, s); });               \
-    if (rc == MPI_SUCCESS) on_recv(FN, comm_info(comm), s);                                             \
+    if (rc == MPI_SUCCESS) on_recv_later(FN, comm_info(comm), s);                                       \
     return rc;                                                                                          \
   }
 #define TSR_IRECV(NAME, FN, CNT, PERSISTENT)                                                            \

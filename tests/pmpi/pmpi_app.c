@@ -284,6 +284,12 @@ int main(int argc, char** argv) {
     CK(MPI_Allreduce(a, b, 7, MPI_DOUBLE, MPI_SUM, sub));
     coll("MPI_Allreduce", 7 * D, 7 * D);
   }
+  /* A blocking receive right before the free (its charge is made then). */
+  CK(MPI_Isend(a, 13, MPI_DOUBLE, snext, 61, sub, &rq[0]));
+  sent("MPI_Isend", sworld[snext], 13 * D, 1);
+  CK(MPI_Recv(b, 13, MPI_DOUBLE, sprev, 61, sub, &st));
+  got("MPI_Recv", sworld[sprev], 13 * D, 1);
+  CK(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
   MPI_Comm_free(&sub);
   /* A new communicator after the free (its tool record may reuse the freed
    * one's memory): the same all-reduce again, now over all ranks in order. */

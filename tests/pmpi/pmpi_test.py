@@ -133,6 +133,13 @@ def check_app(rep, args):
         mb = ring["ranks"][r]["moved_bytes"]
         equal(mb[lvl], x0["ring_bytes"], f"ring: rank {r} moved {lvl}")
         equal(sum(mb[l] for l in LINK), x0["ring_bytes"], f"ring: rank {r} moved, all link levels")
+        # The blocking receive just before the region ends is charged inside it.
+        left = (r - 1) % np_
+        cls = "self" if left == r else ("node" if left // args.rpn == r // args.rpn else "remote")
+        recv = ring["ranks"][r]["application"]["p2p_recv"]
+        equal({c: [recv[c]["messages"], recv[c]["bytes"]] for c in ("self", "node", "remote")},
+              {c: [1, x0["ring_bytes"]] if c == cls else [0, 0] for c in ("self", "node", "remote")},
+              f"ring: rank {r} received [messages, bytes] per class")
         if matrix:
             row = ring["matrix"]["bytes"][r]
             equal(row[right], x0["ring_bytes"], f"ring: matrix[{r}][{right}]")
