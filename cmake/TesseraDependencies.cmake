@@ -16,6 +16,10 @@ elseif(TSR_MPI_IS_MPICH)
   set(TSR_MPI_VENDOR "mpich")
 endif()
 
+# ---- nlohmann-json (header-only; energy profiles and JSON reports). Used
+# privately: installed headers do not include it.
+find_package(nlohmann_json 3.2 REQUIRED)
+
 # ---- BLAS through CBLAS (OpenBLAS preferred).
 if(NOT DEFINED BLA_VENDOR)
   set(BLA_VENDOR OpenBLAS)

@@ -11,6 +11,8 @@ set(TSR_PUBLIC_HEADERS
   ${PROJECT_SOURCE_DIR}/include/tessera/attention.hpp
   ${PROJECT_SOURCE_DIR}/include/tessera/gemm.h
   ${PROJECT_SOURCE_DIR}/include/tessera/gemm.hpp
+  ${PROJECT_SOURCE_DIR}/include/tessera/energy.h
+  ${PROJECT_SOURCE_DIR}/include/tessera/energy.hpp
   ${TSR_GENERATED_INCLUDE}/tessera/tsr_version.h
   ${TSR_GENERATED_INCLUDE}/tessera/tsr_config.h)
 install(FILES ${TSR_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tessera)
@@ -26,6 +28,11 @@ if(NOT BUILD_SHARED_LIBS AND "tessera_warnings" IN_LIST _tsr_link_libs)
   # so a target it links directly must be in the export set too.
   list(APPEND TSR_INSTALL_TARGETS tessera_warnings)
 endif()
+# The PMPI tool (always a shared library: LD_PRELOAD it or link it before
+# the MPI library), as tessera::pmpi; and the shipped energy profile.
+list(APPEND TSR_INSTALL_TARGETS tessera_pmpi)
+install(FILES ${PROJECT_SOURCE_DIR}/lib/energy/profiles/default-2025.json
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/tessera/profiles)
 install(TARGETS ${TSR_INSTALL_TARGETS} EXPORT tesseraTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -89,6 +96,9 @@ if(PKG_CONFIG_FOUND)
   endif()
 endif()
 set(TSR_PC_LIBS_PRIVATE "-lstdc++")
+foreach(lib IN LISTS CMAKE_DL_LIBS)  # dlopen of NVML (energy meters)
+  string(APPEND TSR_PC_LIBS_PRIVATE " -l${lib}")
+endforeach()
 foreach(lib IN LISTS TSR_STATIC_EXTRA_LIBS)
   string(APPEND TSR_PC_LIBS_PRIVATE " ${lib}")
 endforeach()

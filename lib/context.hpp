@@ -12,6 +12,16 @@
 #include "ledger.hpp"
 #include "transport.hpp"
 
+namespace tsr {
+namespace energy {
+struct ContextEnergy;  // energy_api.cpp: meters and settings of tsr_energy_start
+void destroy(ContextEnergy* e);
+struct ContextEnergyDeleter {
+  void operator()(ContextEnergy* e) const { destroy(e); }
+};
+}  // namespace energy
+}  // namespace tsr
+
 struct tsr_context_s {
   static constexpr unsigned kMagic = 0x7c0a7e57u;
   unsigned magic = kMagic;
@@ -28,6 +38,8 @@ struct tsr_context_s {
   // (collectives/gemm_internal.hpp, Pool): grows to the largest call, freed
   // with the context or by tsr_gemm_workspace_release.
   std::shared_ptr<void> gemm_pool;
+  // Energy accounting (tsr_energy_start); null until started.
+  std::unique_ptr<tsr::energy::ContextEnergy, tsr::energy::ContextEnergyDeleter> energy;
 
   std::mutex error_mutex;
   std::unordered_map<std::thread::id, std::string> errors;

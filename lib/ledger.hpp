@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,6 +19,19 @@ namespace tsr {
 
 // Which ledger entry a transfer is charged to.
 enum class Traffic { data, control };
+
+// What a region records besides tsr_counters (energy accounting): flops,
+// wall time, meter readings (tsr_region_extra), and the row of the
+// communication matrix: row[2*r] messages and row[2*r+1] bytes sent to
+// context rank r (data traffic only; empty when the matrix is off).
+struct RegionExtra {
+  tsr_region_extra x{};
+  std::vector<uint64_t> row;
+};
+
+// Reads the node's meters: cumulative microjoules per tsr_energy_domain into
+// uj, returns the mask of domains read.
+using MeterReader = std::function<int(uint64_t* uj)>;
 
 class Ledger {
  public:
@@ -32,6 +46,28 @@ class Ledger {
   bool get(const std::string& path, tsr_counters* out) const;
   // Every region's inclusive counters, by path ("total" included).
   std::map<std::string, tsr_counters> snapshot() const;
+  // The extras of a region path (open regions: up to now); false if unknown.
+  bool get_extra(const std::string& path, RegionExtra* out) const;
+  std::map<std::string, RegionExtra> snapshot_extra() const;
+  // Regions open besides "total", and the innermost open region's path.
+  size_t open_regions() const { return frames_.size() - 1; }
+  const std::string& current_path() const { return frames_.back().path; }
+
+  // Meters read at every region begin and end (null: none). Switching folds
+  // the reading so far into "total" and starts a new one.
+  void set_meter(MeterReader reader);
+  // Reads the meter now (folds nothing; keeps RAPL reads frequent).
+  void sample_meter() const;
+  // Communication matrix over nranks context ranks (0: off).
+  void set_matrix(int nranks);
+  bool matrix_on() const { return matrix_n_ > 0; }
+  int matrix_size() const { return matrix_n_; }
+  void peer_sent(int context_rank, uint64_t msgs, uint64_t bytes) {
+    uint64_t* r = frames_.back().open_x.row.data() + 2 * static_cast<size_t>(context_rank);
+    r[0] += msgs;
+    r[1] += bytes;
+  }
+  void flops(uint64_t n) { frames_.back().open_x.x.flops += n; }
 
   void p2p_sent(tsr_peer_class c, uint64_t bytes, Traffic t) {
     add(t == Traffic::data ? top_->p2p_sent[c] : top_->control, 1, bytes);
@@ -61,16 +97,28 @@ class Ledger {
  private:
   struct Frame {
     std::string path;
-    tsr_counters* stored;  // the region's counters in regions_ (closed part)
+    tsr_counters* stored = nullptr;  // the region's counters in regions_ (closed part)
     tsr_counters open;     // charged since this frame began, not yet folded
+    RegionExtra* stored_x = nullptr;  // the region's extras in extras_
+    RegionExtra open_x;               // flops and matrix row since this frame began
+    uint64_t t0 = 0;                  // steady clock at begin (ns)
+    uint64_t e0[TSR_DOMAINS] = {0, 0, 0};
+    int mask0 = 0;                    // domains read at begin
   };
   static void add(tsr_traffic& t, uint64_t msgs, uint64_t bytes) {
     t.messages += msgs;
     t.bytes += bytes;
   }
   void push(const std::string& path);
+  // Meter and clock bookkeeping of a frame's visit.
+  void open_measure(Frame& f) const;
+  void close_measure(Frame& f);
+  void add_open_measure(const Frame& f, tsr_region_extra* x) const;
 
   std::map<std::string, tsr_counters> regions_;  // node-based: pointers stay valid
+  std::map<std::string, RegionExtra> extras_;
+  MeterReader meter_;
+  int matrix_n_ = 0;
   std::vector<Frame> frames_;                    // frames_[0] is "total"
   tsr_counters* top_ = nullptr;                  // &frames_.back().open
 };

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "wire_model.hpp"
 
 namespace tsr {
 
@@ -47,7 +48,11 @@ inline tsr_status send(const Comm& c, const void* buf, size_t count, tsr_dtype t
   MpiBackend* host = c.host_mpi();
   const int n = static_cast<int>(count);
   const tsr_status st = host ? host->send(c, buf, n, type, peer, tag, req) : c.backend().send(c, buf, n, type, peer, tag, req);
-  if (st == TSR_SUCCESS) c.ledger().p2p_sent(c.peer_class(peer), detail::bytes_of(count, type), t);
+  if (st == TSR_SUCCESS) {
+    Ledger& l = c.ledger();
+    l.p2p_sent(c.peer_class(peer), detail::bytes_of(count, type), t);
+    if (l.matrix_on() && t == Traffic::data) l.peer_sent(c.context_rank(peer), 1, detail::bytes_of(count, type));
+  }
   return st;
 }
 
@@ -117,27 +122,7 @@ tsr_status agree(const Comm& c, tsr_status local, const uint64_t* same = nullptr
 // The same on a bare MPI communicator; charges `ledger` if not null.
 tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local, const uint64_t* same = nullptr);
 
-// The modelled wire traffic of a collective for one rank (exposed for tests
-// and for the energy model). Peers are ranks of the communicator.
-struct WireEdge {
-  int peer;
-  uint64_t messages;
-  uint64_t bytes;
-};
-struct WireModel {
-  std::vector<WireEdge> sent, recv;
-};
-// Binomial-tree bcast / reduce (n bytes), ring allreduce over elements,
-// ring allgather(v)/reduce-scatter(v), direct alltoall, gather and scatter,
-// dissemination barrier. counts are per-rank element counts where they matter.
-WireModel model_bcast(int rank, int size, int root, uint64_t bytes);
-WireModel model_reduce(int rank, int size, int root, uint64_t bytes);
-WireModel model_allreduce(int rank, int size, uint64_t count, uint64_t elem_size);
-WireModel model_allgatherv(int rank, int size, const std::vector<uint64_t>& block_bytes);
-WireModel model_reduce_scatterv(int rank, int size, const std::vector<uint64_t>& block_bytes);
-WireModel model_alltoall(int rank, int size, uint64_t bytes_per_peer);
-WireModel model_gather(int rank, int size, int root, uint64_t bytes_per_rank);
-WireModel model_scatter(int rank, int size, int root, uint64_t bytes_per_rank);
-WireModel model_barrier(int rank, int size);
+// The modelled wire traffic of a collective (WireModel, model_*) is declared
+// in wire_model.hpp, included above.
 
 }  // namespace tsr

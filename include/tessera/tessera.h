@@ -341,5 +341,6 @@ TSR_API tsr_status tsr_report_format(tsr_report report, char* buf, size_t len, s
 #include "tessera/optimizer.h" /* LAMB and LARS optimizers (docs/OPTIMIZERS.md) */
 #include "tessera/attention.h" /* ring exchange and ring attention */
 #include "tessera/gemm.h" /* distributed matrix multiplication */
+#include "tessera/energy.h" /* energy accounting: profiles, meters, energy reports */
 
 #endif /* TESSERA_H */

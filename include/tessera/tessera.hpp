@@ -319,5 +319,6 @@ class report {
 #include "tessera/optimizer.hpp"  // tessera::optimizer (LAMB, LARS)
 #include "tessera/attention.hpp"  // rings, ring exchange, ring attention
 #include "tessera/gemm.hpp"  // distributed matrix multiplication
+#include "tessera/energy.hpp"  // energy accounting: profiles, meters, energy reports
 
 #endif  // TESSERA_HPP

@@ -67,7 +67,8 @@ if(NOT pcfile OR NOT configfile)
 endif()
 get_filename_component(pcdir "${pcfile}" DIRECTORY)
 get_filename_component(libdir "${pcdir}" DIRECTORY)
-foreach(h tessera.h tessera.hpp optimizer.h optimizer.hpp tsr_version.h tsr_config.h)
+foreach(h tessera.h tessera.hpp optimizer.h optimizer.hpp attention.h attention.hpp gemm.h gemm.hpp
+          energy.h energy.hpp tsr_version.h tsr_config.h)
   if(NOT EXISTS "${prefix}/include/tessera/${h}")
     message(FATAL_ERROR "not installed: include/tessera/${h}")
   endif()
@@ -83,6 +84,12 @@ endif()
 if(TSR_APPS AND NOT EXISTS "${prefix}/bin/tessera_demo")
   message(FATAL_ERROR "not installed: bin/tessera_demo")
 endif()
+set(pmpifile "${libdir}/libtessera-pmpi.so")
+foreach(f "${pmpifile}" "${prefix}/share/tessera/profiles/default-2025.json")
+  if(NOT EXISTS "${f}")
+    message(FATAL_ERROR "not installed: ${f}")
+  endif()
+endforeach()
 
 # ----------------------------------------------------- 2. CMake consumer ---
 set(cbuild "${TSR_WORK_DIR}/cmake-consumer")
@@ -155,4 +162,14 @@ mpirun(run-snippet-cxx FALSE "${cbuild}/snippet_cxx")
 if(TSR_APPS)
   mpirun(run-installed-demo FALSE "${prefix}/bin/tessera_demo")
 endif()
+# The installed PMPI tool on the pkg-config C consumer (an ordinary MPI
+# program as far as the tool is concerned), with the installed profile.
+run(run-installed-pmpi ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} env
+    "LD_PRELOAD=${pmpifile}" "TSR_ENERGY_PROFILE=${prefix}/share/tessera/profiles/default-2025.json"
+    "${pbuild}/consumer_c" ${postflags})
+if(NOT run_out MATCHES "tessera energy report: 2 rank\\(s\\)" OR NOT run_out MATCHES "libtessera-pmpi"
+   OR NOT run_out MATCHES "(^|\n)OK\r?\n")
+  message(FATAL_ERROR "[run-installed-pmpi] no energy report from the installed libtessera-pmpi.so:\n${run_out}")
+endif()
+message(STATUS "[run-installed-pmpi] passed")
 message(STATUS "install test passed (shared ${TSR_SHARED}): CMake and pkg-config consumers print OK")
