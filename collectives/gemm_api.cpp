@@ -19,15 +19,6 @@ namespace tsr {
 namespace gemm {
 namespace {
 
-uint64_t digest(std::initializer_list<int64_t> xs) {
-  uint64_t h = 1469598103934665603ull;
-  for (int64_t x : xs)
-    for (int b = 0; b < 8; ++b) {
-      h ^= static_cast<uint64_t>(x >> (8 * b)) & 0xffu;
-      h *= 1099511628211ull;
-    }
-  return h;
-}
 int64_t bits(double v) {
   int64_t b = 0;
   std::memcpy(&b, &v, sizeof b);

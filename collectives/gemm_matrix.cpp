@@ -58,15 +58,6 @@ namespace {
 
 constexpr int kTag = 0x7e51;
 
-uint64_t digest(std::initializer_list<int64_t> xs) {
-  uint64_t h = 1469598103934665603ull;
-  for (int64_t x : xs)
-    for (int b = 0; b < 8; ++b) {
-      h ^= static_cast<uint64_t>(x >> (8 * b)) & 0xffu;
-      h *= 1099511628211ull;
-    }
-  return h;
-}
 
 // Pieces of a split clipped to the window [off, off + len), in window indices.
 std::vector<Piece> window(const Split& s, int64_t n, const Dims& c, int64_t off, int64_t len) {
@@ -528,7 +519,7 @@ tsr_status tsr_matrix_redistribute(tsr_matrix src, const void* sbuf, tsr_matrix 
         return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'sbuf' and 'dbuf' overlap");
       return TSR_SUCCESS;
     };
-    const uint64_t same = tsr::gemm::digest({s.m, s.n, s.type, d.m, d.n, d.type});
+    const uint64_t same = tsr::digest({s.m, s.n, s.type, d.m, d.n, d.type});
     tsr_status lst = local();
     tsr::gemm::Redist plan;
     if (lst == TSR_SUCCESS) {

@@ -44,15 +44,6 @@ tsr_status no_blacs() {
               "and Cblacs2sys_handle are missing): link ScaLAPACK to use BLACS descriptors");
 }
 
-uint64_t digest(std::initializer_list<int64_t> xs) {
-  uint64_t h = 1469598103934665603ull;
-  for (int64_t x : xs)
-    for (int b = 0; b < 8; ++b) {
-      h ^= static_cast<uint64_t>(x >> (8 * b)) & 0xffu;
-      h *= 1099511628211ull;
-    }
-  return h;
-}
 
 // The block-cyclic distribution of a descriptor, given the grid's rank map.
 Dist scalapack_dist(tsr_context ctx, const int* desc, tsr_dtype type, int nprow, int npcol, int myrow, int mycol,

@@ -184,14 +184,6 @@ tsr_status RingExchange::run(tsr_ring_s& ring, const RingStepFn& fn, tsr_status*
 
 namespace {
 
-uint64_t digest(std::initializer_list<int64_t> xs, uint64_t h = 1469598103934665603ull) {
-  for (int64_t x : xs)
-    for (int b = 0; b < 8; ++b) {
-      h ^= static_cast<uint64_t>(x >> (8 * b)) & 0xffu;
-      h *= 1099511628211ull;
-    }
-  return h;
-}
 
 tsr_context ctx_of(tsr_ring r) { return r != nullptr && r->magic == tsr_ring_s::kMagic ? r->ctx : nullptr; }
 

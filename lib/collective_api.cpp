@@ -6,16 +6,6 @@
 namespace tsr {
 namespace {
 
-// FNV-1a over the arguments that must be equal on every rank of the axis.
-uint64_t digest(std::initializer_list<int64_t> xs) {
-  uint64_t h = 1469598103934665603ull;
-  for (int64_t x : xs)
-    for (int b = 0; b < 8; ++b) {
-      h ^= static_cast<uint64_t>(x >> (8 * b)) & 0xffu;
-      h *= 1099511628211ull;
-    }
-  return h;
-}
 
 // Checks that do not depend on the other ranks; on success *comm is the axis.
 tsr_status axis_of(tsr_grid grid, tsr_grid_axis axis, const Comm** comm) {

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdarg>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "tessera/tessera.h"
 
@@ -28,6 +31,39 @@ tsr_status finish(tsr_context ctx, const char* function, tsr_status status);
 
 // The calling thread's last message stored by finish().
 const char* last_message();
+
+// FNV-1a over arguments that must be equal on every rank: what collective
+// calls agree on (with the status) before they communicate. Chain calls by
+// passing the previous digest as h.
+inline uint64_t digest(std::initializer_list<int64_t> xs, uint64_t h = 1469598103934665603ull) {
+  for (int64_t x : xs)
+    for (int b = 0; b < 8; ++b) {
+      h ^= static_cast<uint64_t>(x >> (8 * b)) & 0xffu;
+      h *= 1099511628211ull;
+    }
+  return h;
+}
+
+// Strings packed into one buffer for a collective (each followed by a '\0')
+// and unpacked again.
+inline std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) {
+    s += x;
+    s.push_back('\0');
+  }
+  return s;
+}
+inline std::vector<std::string> split(const char* p, size_t n) {
+  std::vector<std::string> v;
+  size_t start = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] == '\0') {
+      v.emplace_back(p + start, i - start);
+      start = i + 1;
+    }
+  return v;
+}
 
 const char* dtype_name(tsr_dtype type);
 bool dtype_valid(tsr_dtype type);

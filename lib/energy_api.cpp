@@ -96,25 +96,6 @@ tsr_status same_everywhere(const Comm& w, const std::vector<int64_t>& xs, bool* 
   return TSR_SUCCESS;
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& x : v) {
-    s += x;
-    s.push_back('\0');
-  }
-  return s;
-}
-
-std::vector<std::string> split(const char* p, size_t n) {
-  std::vector<std::string> v;
-  size_t start = 0;
-  for (size_t i = 0; i < n; ++i)
-    if (p[i] == '\0') {
-      v.emplace_back(p + start, i - start);
-      start = i + 1;
-    }
-  return v;
-}
 
 // Lists of lines inside one of the 0-separated fields above.
 std::string join_with(const std::vector<std::string>& v, char sep) {

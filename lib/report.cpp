@@ -39,25 +39,6 @@ tsr_status check_region(tsr_report r, int region) {
   return TSR_SUCCESS;
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& x : v) {
-    s += x;
-    s.push_back('\0');
-  }
-  return s;
-}
-
-std::vector<std::string> split(const char* p, size_t n) {
-  std::vector<std::string> v;
-  size_t start = 0;
-  for (size_t i = 0; i < n; ++i)
-    if (p[i] == '\0') {
-      v.emplace_back(p + start, i - start);
-      start = i + 1;
-    }
-  return v;
-}
 
 tsr_status create_report(tsr_context ctx, int root, tsr_report* out) {
   TSR_TRY(check_context(ctx));
