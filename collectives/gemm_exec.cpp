@@ -84,17 +84,6 @@ Range role_range(int64_t n, const Dims& dims, int role, const Dims& c) {
   return role >= 0 ? balanced(n, dims[static_cast<size_t>(role)], c[static_cast<size_t>(role)]) : Range{0, n};
 }
 
-template <class T>
-struct dtype_of;
-template <>
-struct dtype_of<float> {
-  static constexpr tsr_dtype value = TSR_FLOAT32;
-};
-template <>
-struct dtype_of<double> {
-  static constexpr tsr_dtype value = TSR_FLOAT64;
-};
-
 // A stored operand as the local GEMMs see it: a column-major block with
 // leading dimension ld whose element (0, 0) is global (r0, c0).
 template <class T>
@@ -277,6 +266,27 @@ tsr_status three_phase(const Call& x, Arena& arena) {
 }
 
 // One SUMMA panel in flight: op(A)'s m_i x w and op(B)'s w x n_j pieces.
+// One operand's panel of a SUMMA step, in its stored orientation (rows x
+// cols): the root of the broadcast along comm (or every rank, when comm is
+// null) uses its stored piece src (leading dimension ld) in place when that
+// is contiguous or nothing travels, else packs it into buf; the others
+// receive into buf. *out and *ldo say where the panel is.
+template <class T>
+tsr_status post_panel(const Comm* comm, bool root, int from, const T* src, int64_t ld, int64_t rows, int64_t cols,
+                      T* buf, const T** out, int64_t* ldo, Request* req) {
+  if (root && (comm == nullptr || ld == rows || cols <= 1)) {
+    *out = src;
+    *ldo = ld;
+  } else {
+    if (root) copy_tight(src, ld, rows, cols, buf);
+    *out = buf;
+    *ldo = std::max<int64_t>(1, rows);
+  }
+  const size_t count = static_cast<size_t>(rows * cols);
+  if (comm && count > 0) TSR_TRY(bcast(*comm, const_cast<T*>(*out), count, dtype_of<T>::value, from, req));
+  return TSR_SUCCESS;
+}
+
 template <class T>
 struct Slot {
   T* abuf = nullptr;
@@ -298,7 +308,6 @@ tsr_status summa(const Call& x, Arena& arena) {
   const int pm = r.m >= 0 ? dims[static_cast<size_t>(r.m)] : 1, pn = r.n >= 0 ? dims[static_cast<size_t>(r.n)] : 1;
   const int pd = d >= 0 ? dims[static_cast<size_t>(d)] : 1, layer = d >= 0 ? co[static_cast<size_t>(d)] : 0;
   const Range mr = role_range(s.m, dims, r.m, co), nr = role_range(s.n, dims, r.n, co);
-  const tsr_dtype type = dtype_of<T>::value;
 
   // Replicate A and B along the depth (if they are split along it).
   Block<T> a, b;
@@ -333,52 +342,16 @@ tsr_status summa(const Call& x, Arena& arena) {
 
   auto post = [&](int64_t t, Slot<T>& sl, bool nonblocking) -> tsr_status {
     const Panel& p = all[static_cast<size_t>(t)];
-    // op(A) panel: rows mr, k-columns [k0, k0 + w).
-    {
-      const bool root = r.n < 0 || co[static_cast<size_t>(r.n)] == p.a_root;
-      const int64_t rows = s.ta ? p.w : mr.len, cols = s.ta ? mr.len : p.w;  // stored orientation
-      if (root) {
-        const T* src = mr.len > 0 ? (s.ta ? a.at(p.k0, mr.off) : a.at(mr.off, p.k0)) : nullptr;
-        const bool contiguous = a.ld == rows || cols <= 1;
-        if (r.n < 0 || contiguous) {
-          sl.a = src;
-          sl.lda = a.ld;
-        } else {
-          copy_tight(src, a.ld, rows, cols, sl.abuf);
-          sl.a = sl.abuf;
-          sl.lda = std::max<int64_t>(1, rows);
-        }
-      } else {
-        sl.a = sl.abuf;
-        sl.lda = std::max<int64_t>(1, rows);
-      }
-      const size_t count = static_cast<size_t>(rows * cols);
-      if (arow && count > 0)
-        TSR_TRY(bcast(*arow, const_cast<T*>(sl.a), count, type, p.a_root, nonblocking ? &sl.ra : nullptr));
-    }
-    // op(B) panel: k-rows [k0, k0 + w), columns nr.
-    {
-      const bool root = r.m < 0 || co[static_cast<size_t>(r.m)] == p.b_root;
-      const int64_t rows = s.tb ? nr.len : p.w, cols = s.tb ? p.w : nr.len;
-      if (root) {
-        const T* src = nr.len > 0 ? (s.tb ? b.at(nr.off, p.k0) : b.at(p.k0, nr.off)) : nullptr;
-        const bool contiguous = b.ld == rows || cols <= 1;
-        if (r.m < 0 || contiguous) {
-          sl.b = src;
-          sl.ldb = b.ld;
-        } else {
-          copy_tight(src, b.ld, rows, cols, sl.bbuf);
-          sl.b = sl.bbuf;
-          sl.ldb = std::max<int64_t>(1, rows);
-        }
-      } else {
-        sl.b = sl.bbuf;
-        sl.ldb = std::max<int64_t>(1, rows);
-      }
-      const size_t count = static_cast<size_t>(rows * cols);
-      if (bcol && count > 0)
-        TSR_TRY(bcast(*bcol, const_cast<T*>(sl.b), count, type, p.b_root, nonblocking ? &sl.rb : nullptr));
-    }
+    // op(A) panel: rows mr, k-columns [k0, k0 + w), along n's dimension.
+    const bool aroot = r.n < 0 || co[static_cast<size_t>(r.n)] == p.a_root;
+    const T* asrc = aroot && mr.len > 0 ? (s.ta ? a.at(p.k0, mr.off) : a.at(mr.off, p.k0)) : nullptr;
+    TSR_TRY(post_panel(arow, aroot, p.a_root, asrc, a.ld, s.ta ? p.w : mr.len, s.ta ? mr.len : p.w, sl.abuf,
+                       &sl.a, &sl.lda, nonblocking ? &sl.ra : nullptr));
+    // op(B) panel: k-rows [k0, k0 + w), columns nr, along m's dimension.
+    const bool broot = r.m < 0 || co[static_cast<size_t>(r.m)] == p.b_root;
+    const T* bsrc = broot && nr.len > 0 ? (s.tb ? b.at(nr.off, p.k0) : b.at(p.k0, nr.off)) : nullptr;
+    TSR_TRY(post_panel(bcol, broot, p.b_root, bsrc, b.ld, s.tb ? nr.len : p.w, s.tb ? p.w : nr.len, sl.bbuf,
+                       &sl.b, &sl.ldb, nonblocking ? &sl.rb : nullptr));
     return TSR_SUCCESS;
   };
   auto finish_slot = [&](Slot<T>& sl) -> tsr_status {

@@ -52,8 +52,19 @@ struct tsr_matrix_s {
 namespace tsr {
 namespace gemm {
 
-tsr_status check_matrix(tsr_matrix m, const char* argname);
+// The element type of float and double.
+template <class T>
+struct dtype_of;
+template <>
+struct dtype_of<float> {
+  static constexpr tsr_dtype value = TSR_FLOAT32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr tsr_dtype value = TSR_FLOAT64;
+};
 
+tsr_status check_matrix(tsr_matrix m, const char* argname);
 
 // The distribution of an m x n matrix over a tessera grid (layout checked).
 Dist grid_dist(tsr_grid grid, int64_t m, int64_t n, tsr_dtype type, const tsr_layout& layout, int64_t ld);

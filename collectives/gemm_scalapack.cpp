@@ -182,17 +182,6 @@ tsr_status grid_of(Cache* c, tsr_grid_kind kind, const int* dims, tsr_grid* out)
   return TSR_SUCCESS;
 }
 
-template <class T>
-struct dtype_of;
-template <>
-struct dtype_of<float> {
-  static constexpr tsr_dtype value = TSR_FLOAT32;
-};
-template <>
-struct dtype_of<double> {
-  static constexpr tsr_dtype value = TSR_FLOAT64;
-};
-
 // C's window = beta C's window (k = 0 or alpha = 0), locally.
 template <class T>
 void scale_window(const Dist& d, T* c, int64_t r0, int64_t c0, int64_t m, int64_t n, T beta) {
