@@ -47,6 +47,8 @@ class Tessera(CMakePackage, CudaPackage):
 
     depends_on("mpi@3:")
     depends_on("blas")
+    # Energy profiles and JSON reports (header-only, compiled in).
+    depends_on("nlohmann-json@3.2:", type="build")
     depends_on("hdf5+mpi", when="+hdf5")
     depends_on("googletest", type="test")
     depends_on("benchmark", when="+benchmarks")
