@@ -149,6 +149,24 @@ extern Last g_last;
 extern bool g_mt;      // MPI_THREAD_MULTIPLE
 extern bool g_matrix;  // the communication matrix is recorded
 
+// The hot path of MPI_Send and MPI_Recv (and their I/_c forms): the
+// communicator and the named datatype of the last point-to-point call that
+// took the slow path, with what a charge needs of them (the peer -> class
+// table and its size, the element size), on one cache line, so that a call
+// that repeats them is charged with three compares and four adds. Filled
+// only in single-threaded runs without the matrix (comm_key 0: empty, which
+// no MPI handle is); emptied when that communicator is freed and at
+// MPI_Finalize. Every charge still goes through the same ledgers.
+struct alignas(64) Hot {
+  uintptr_t comm_key = 0;
+  uintptr_t type_key = 0;
+  uint64_t type_size = 0;
+  const unsigned char* cls = nullptr;  // ci->cls.data()
+  const CommInfo* ci = nullptr;
+  unsigned npeers = 0;  // ci->npeers
+};
+extern Hot g_hot;
+
 inline bool ready() { return g_ready; }
 
 inline const CommInfo* comm_info(MPI_Comm c) {
