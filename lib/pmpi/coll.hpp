@@ -413,29 +413,27 @@ inline void sent_hot(Fn f, MPI_Comm comm, int dest, long long count, MPI_Datatyp
   }
   sent_cold(f, comm, dest, count, t);
 }
-// The send in t_call, which returned MPI_SUCCESS (returned again). Also
-// makes a pending receive's charge (PendingRecv), here where the time is
-// spent while the message travels, rather than when the next receive starts.
+// The send in t_call, which returned MPI_SUCCESS (returned again).
 inline int sent_call(Fn f) {
   const P2pCall& c = t_call;
   sent_hot(f, c.comm, c.peer, c.count, c.type);
-  flush_recv();
   return MPI_SUCCESS;
 }
 
 int recv_cold(Fn f);  // on_recv_later for t_call's receive; returns MPI_SUCCESS
-// A blocking receive that returned MPI_SUCCESS (t_call): on the hot
-// communicator its charge is noted for the next receive (on_recv_later's
-// single-threaded case, without the lookups); else on_recv_later.
+// A blocking receive that returned MPI_SUCCESS (t_call): from a peer of
+// the hot communicator it is charged here (bytes and source from the
+// status), in a handful of instructions; anything else (another
+// communicator, MPI_PROC_NULL, threads, the matrix) goes to recv_cold, which
+// notes it for later (on_recv_later).
 inline int recv_call(Fn f) {
   const P2pCall& c = t_call;
   const MPI_Status* s = c.st;
-  if (__builtin_expect(key_of(c.comm) == g_hot.comm_key, 1)) {
-    // (An MPI_PROC_NULL source charges no bytes: on_recv_bytes_slow.)
-    g_pending.f = f;
-    g_pending.peer = s->MPI_SOURCE;
-    g_pending.bytes = status_bytes(s);
-    g_pending.ci = g_hot.ci;
+  const unsigned src = static_cast<unsigned>(s->MPI_SOURCE);
+  if (__builtin_expect(key_of(c.comm) == g_hot.comm_key && src < g_hot.npeers, 1)) {
+    const uint64_t b = status_bytes(s);
+    g->ledger.p2p_recv(static_cast<tsr_peer_class>(g_hot.cls[src]), b, Traffic::data);
+    g->fns.add(f, b);
     return MPI_SUCCESS;
   }
   return recv_cold(f);

@@ -51,10 +51,10 @@ __attribute__((noinline, cold)) void sent_cold(Fn f, MPI_Comm comm, int dest, lo
 
 namespace {
 // A blocking receive: the library called with nothing kept in registers
-// (t_call), then its charge noted (recv_call). A receive that finds an
-// earlier receive's charge still pending (none in a request-reply exchange:
-// the send in between made it) makes it first, out of line, so that the
-// common path calls nothing before the library.
+// (t_call), then charged (recv_call). A receive that finds an earlier
+// receive's charge still pending (only receives off the hot path leave one)
+// makes it first, out of line, so that the common path calls nothing before
+// the library.
 template <class C, int (*P)(void*, C, MPI_Datatype, int, int, MPI_Comm, MPI_Status*)>
 __attribute__((always_inline)) inline int recv_body(Fn f, void* buf, C count, MPI_Datatype t, int src, int tag,
                                                     MPI_Comm comm, MPI_Status* st) {
