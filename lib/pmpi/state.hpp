@@ -212,13 +212,14 @@ inline void on_recv_bytes(Fn f, const CommInfo* ci, int peer, uint64_t bytes, bo
   g->fns.add(f, bytes, call);
 }
 
-// The charge of the last blocking receive (single-threaded runs), made when
-// the next blocking receive starts instead of when this one returns: what a
-// wrapper does between a receive's return and the next send is on the
-// critical path of every request-reply exchange (bench_pmpi's ping-pong: the
-// overhead halves), while the start of a receive usually waits anyway. Also
-// made when a region begins or ends (MPI_Pcontrol), when the communicator is
-// freed, and at MPI_Finalize, so that every byte lands in its region.
+// The charge of the last blocking receive off the hot path (recv_call,
+// coll.hpp: another communicator, a derived datatype's first calls, the
+// matrix; single-threaded runs), made when the next blocking receive starts
+// instead of when this one returns. Also made when a region begins or ends
+// (MPI_Pcontrol), when the communicator is freed, and at MPI_Finalize, so
+// that every byte lands in its region. (Receives on the hot path are charged
+// at once: with the charge down to a few adds, deferring it measured no
+// faster, docs/ENERGY.md.)
 struct PendingRecv {
   const CommInfo* ci = nullptr;  // nullptr: nothing pending
   Fn f = Fn(0);
