@@ -396,6 +396,49 @@ inline void sent(Fn f, MPI_Comm comm, int dest, uint64_t bytes, MPI_Request* req
   if (req != nullptr && req_pending()) req_forget(*req);
 }
 
+// The hot path (g_hot, state.hpp): a send on the last communicator with the
+// last named datatype to a peer in range is charged inline; anything else
+// goes to sent_cold (wrap_c.cpp), which charges it the ordinary way and
+// refills g_hot.
+void sent_cold(Fn f, MPI_Comm comm, int dest, long long count, MPI_Datatype t);
+inline void sent_hot(Fn f, MPI_Comm comm, int dest, long long count, MPI_Datatype t) {
+  const Hot& h = g_hot;
+  if (__builtin_expect(key_of(comm) == h.comm_key && key_of(t) == h.type_key &&
+                           static_cast<unsigned>(dest) < h.npeers,
+                       1)) {
+    const uint64_t b = count > 0 ? static_cast<uint64_t>(count) * h.type_size : 0;
+    g->ledger.p2p_sent(static_cast<tsr_peer_class>(h.cls[static_cast<unsigned>(dest)]), b, Traffic::data);
+    g->fns.add(f, b);
+    return;
+  }
+  sent_cold(f, comm, dest, count, t);
+}
+// The send in t_call, which returned MPI_SUCCESS (returned again).
+inline int sent_call(Fn f) {
+  const P2pCall& c = t_call;
+  sent_hot(f, c.comm, c.peer, c.count, c.type);
+  return MPI_SUCCESS;
+}
+
+int recv_cold(Fn f);  // on_recv_later for t_call's receive; returns MPI_SUCCESS
+// A blocking receive that returned MPI_SUCCESS (t_call): from a peer of
+// the hot communicator it is charged here (bytes and source from the
+// status), in a handful of instructions; anything else (another
+// communicator, MPI_PROC_NULL, threads, the matrix) goes to recv_cold, which
+// notes it for later (on_recv_later).
+inline int recv_call(Fn f) {
+  const P2pCall& c = t_call;
+  const MPI_Status* s = c.st;
+  const unsigned src = static_cast<unsigned>(s->MPI_SOURCE);
+  if (__builtin_expect(key_of(c.comm) == g_hot.comm_key && src < g_hot.npeers, 1)) {
+    const uint64_t b = status_bytes(s);
+    g->ledger.p2p_recv(static_cast<tsr_peer_class>(g_hot.cls[src]), b, Traffic::data);
+    g->fns.add(f, b);
+    return MPI_SUCCESS;
+  }
+  return recv_cold(f);
+}
+
 inline void defer_recv(Fn f, const CommInfo* ci, MPI_Request req, bool persistent, bool call = true) {
   Deferred d;
   d.f = f;

@@ -149,6 +149,24 @@ extern Last g_last;
 extern bool g_mt;      // MPI_THREAD_MULTIPLE
 extern bool g_matrix;  // the communication matrix is recorded
 
+// The hot path of MPI_Send and MPI_Recv (and their I/_c forms): the
+// communicator and the named datatype of the last point-to-point call that
+// took the slow path, with what a charge needs of them (the peer -> class
+// table and its size, the element size), on one cache line, so that a call
+// that repeats them is charged with three compares and four adds. Filled
+// only in single-threaded runs without the matrix (comm_key 0: empty, which
+// no MPI handle is); emptied when that communicator is freed and at
+// MPI_Finalize. Every charge still goes through the same ledgers.
+struct alignas(64) Hot {
+  uintptr_t comm_key = 0;
+  uintptr_t type_key = 0;
+  uint64_t type_size = 0;
+  const unsigned char* cls = nullptr;  // ci->cls.data()
+  const CommInfo* ci = nullptr;
+  unsigned npeers = 0;  // ci->npeers
+};
+extern Hot g_hot;
+
 inline bool ready() { return g_ready; }
 
 inline const CommInfo* comm_info(MPI_Comm c) {
@@ -194,13 +212,14 @@ inline void on_recv_bytes(Fn f, const CommInfo* ci, int peer, uint64_t bytes, bo
   g->fns.add(f, bytes, call);
 }
 
-// The charge of the last blocking receive (single-threaded runs), made when
-// the next blocking receive starts instead of when this one returns: what a
-// wrapper does between a receive's return and the next send is on the
-// critical path of every request-reply exchange (bench_pmpi's ping-pong: the
-// overhead halves), while the start of a receive usually waits anyway. Also
-// made when a region begins or ends (MPI_Pcontrol), when the communicator is
-// freed, and at MPI_Finalize, so that every byte lands in its region.
+// The charge of the last blocking receive off the hot path (recv_call,
+// coll.hpp: another communicator, a derived datatype's first calls, the
+// matrix; single-threaded runs), made when the next blocking receive starts
+// instead of when this one returns. Also made when a region begins or ends
+// (MPI_Pcontrol), when the communicator is freed, and at MPI_Finalize, so
+// that every byte lands in its region. (Receives on the hot path are charged
+// at once: with the charge down to a few adds, deferring it measured no
+// faster, docs/ENERGY.md.)
 struct PendingRecv {
   const CommInfo* ci = nullptr;  // nullptr: nothing pending
   Fn f = Fn(0);

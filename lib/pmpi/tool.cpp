@@ -30,6 +30,7 @@ namespace tsr {
 namespace pmpi {
 
 __thread int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+__thread P2pCall t_call __attribute__((tls_model("initial-exec")));
 
 namespace {
 
@@ -52,6 +53,7 @@ int win_delete(MPI_Win, int, void* attr, void*) {
 
 int comm_delete(MPI_Comm comm, int, void* attr, void*) {
   if (g_last.comm_key == key_of(comm)) g_last = Last();
+  if (g_hot.comm_key == key_of(comm)) g_hot = Hot();
   if (g_allreduce.ci == attr) g_allreduce = AllreduceMemo();
   if (g_pending.ci == attr) {
     if (g_ready) flush_recv();
@@ -163,6 +165,7 @@ bool g_ready = false;
 bool g_mt = false;
 bool g_matrix = false;
 Last g_last;
+Hot g_hot;
 
 Lock::Lock() {
   if (g->mt) lk = std::unique_lock<std::mutex>(g->mu);
@@ -521,6 +524,7 @@ void finalize() {
   flush_recv();
   g_ready = false;  // from here on every wrapper passes through
   g_last = Last();
+  g_hot = Hot();
   g_allreduce = AllreduceMemo();
   State& s = *g;
   constexpr size_t kWords = sizeof(tsr_counters) / sizeof(uint64_t);

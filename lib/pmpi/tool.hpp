@@ -65,6 +65,21 @@ struct Nest {
   ~Nest() { --t_depth; }
 };
 
+// The arguments of the point-to-point call in progress on this thread
+// (MPI_Send, MPI_Isend, MPI_Recv and their forms), stored before the
+// library is called and read back after it: the wrapper keeps nothing in
+// registers across the call, so the hot path saves none (no pushes before
+// the call, no pops after a receive returns: both on the critical path of a
+// request-reply exchange).
+struct P2pCall {
+  MPI_Comm comm;
+  MPI_Datatype type;
+  long long count;
+  int peer;
+  MPI_Status* st;  // a receive's status (the caller's, or the wrapper's own)
+};
+extern __thread P2pCall t_call __attribute__((tls_model("initial-exec")));
+
 // A communicator as the tool sees it (cached as an attribute).
 struct CommInfo {
   int rank = 0, size = 0;        // in the local group
