@@ -760,8 +760,42 @@ tsr_status h5_close(const Comm& c, Hid* file, const std::string& path, tsr_statu
   return agree_io(c, prior != TSR_SUCCESS ? prior : st);
 }
 
+// HDF5 1.10 does not survive a write that runs out of space: H5Fclose fails
+// and the library crashes later, at MPI_Finalize. So before HDF5 touches the
+// file, rank 0 reserves the space the file will need (data plus a generous
+// allowance for HDF5's metadata) in a scratch file next to it, and removes it
+// again: a full disk or a file size limit then fails here, cleanly. File
+// systems without fallocate(2) skip the check.
+tsr_status h5_reserve(const Comm& c, const std::string& path, const std::string& tmp, const std::vector<Block>& blocks,
+                      const Attrs& attrs) {
+  tsr_status st = TSR_SUCCESS;
+  if (c.rank() == 0) {
+    uint64_t need = 64 << 10;
+    for (const Block& b : blocks) {
+      uint64_t bytes = 0;
+      product(b.ndims, b.global, tsr_dtype_size(b.type), &bytes);
+      need += bytes + 4096 + b.name.size();
+    }
+    for (const auto& kv : attrs) need += 512 + kv.first.size() + kv.second.text.size();
+    const std::string probe = tmp + ".space";
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      st = fail(TSR_ERR_IO, "file '%s': cannot create the temporary file '%s': %s", cstr(path), cstr(probe),
+                std::strerror(errno));
+    } else {
+      if (::fallocate(fd, 0, 0, static_cast<off_t>(need)) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+        st = fail(TSR_ERR_IO, "file '%s': cannot reserve the %" PRIu64 " bytes the file needs: %s", cstr(path), need,
+                  errno == EFBIG ? "file size limit exceeded" : std::strerror(errno));
+      ::close(fd);
+      ::unlink(probe.c_str());
+    }
+  }
+  return agree_io(c, st);
+}
+
 tsr_status h5_write(const Comm& c, const std::string& path, const std::string& tmp, const std::vector<Block>& blocks,
                     const Attrs& attrs, bool sync) {
+  TSR_TRY(h5_reserve(c, path, tmp, blocks, attrs));
   H5Quiet quiet;
   Hid fapl(-1, H5Pclose), fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose), file(-1, H5Fclose);
   tsr_status st = h5_fapl(c, path, &fapl);
