@@ -586,6 +586,18 @@ TEST_P(Ckpt, BadFilesFailOnEveryRankNamingThePath) {
   Mat mat;
   make(g.h, 64, 64, TSR_FLOAT32, TSR_LAYOUT(TSR_DIM_I, TSR_DIM_J, TSR_DIM_NONE), &mat);
   expect_status(ctx, tsr_checkpoint_get_matrix(ck, "v", mat.h, mat.buf.data()), TSR_ERR_SHAPE, {"'v'"});
+  {  // A matrix whose grid belongs to another context.
+    tsr_context other = nullptr;
+    ASSERT_EQ(tsr_context_create(MPI_COMM_WORLD, &other), TSR_SUCCESS);
+    {
+      Grid go(other, TSR_GRID_1D);
+      Mat mo;
+      make(go.h, 64, 64, TSR_FLOAT32, TSR_LAYOUT(TSR_DIM_I, TSR_DIM_NONE, TSR_DIM_NONE), &mo);
+      expect_status(ctx, tsr_checkpoint_get_matrix(ck, "v", mo.h, mo.buf.data()), TSR_ERR_INVALID_ARG,
+                    {"another context"});
+    }
+    tsr_context_destroy(&other);
+  }
   // A handle being read takes no puts, and one being written no gets.
   expect_status(ctx, tsr_checkpoint_put_shard(ck, "z", TSR_FLOAT32, 1, 0, g_rank == 0, v.data()), TSR_ERR_STATE,
                 {"opened for reading"});
