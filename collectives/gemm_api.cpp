@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <cstddef>
+
 #include "core.hpp"
+#include "energy/profile.hpp"
 #include "gemm_internal.hpp"
 #include "transport.hpp"
 
@@ -209,10 +212,41 @@ Machine machine_of(const tsr_gemm_machine& m) {
   return mc;
 }
 
-tsr_status plan_create(const tsr_gemm_problem* p, tsr_gemm_plan* plan) {
+// A checked problem, in the planner's terms.
+struct Problem {
+  Shape s;
+  Machine mc;
+  int objective = TSR_OBJECTIVE_TIME;
+  EnergyModel em;
+};
+
+// The energy model from a profile (NULL: the built-in default), PUE folded in.
+EnergyModel energy_model(const tsr_gemm_problem* p) {
+  const energy::Profile& pr = p->profile ? *energy::profile_of(p->profile) : energy::default_profile();
+  EnergyModel em;
+  em.ranks_per_node = p->ranks_per_node;
+  const double j = 1e-12 * pr.pue;  // pJ -> J, at the wall
+  auto figures = [&](int which) {   // 0 typical, 1 low, 2 high
+    auto pick = [&](const energy::Coeff& c) { return which == 0 ? c.value : which == 1 ? c.low : c.high; };
+    EnergyFigures f;
+    f.self = j * pick(pr.level[TSR_LEVEL_SELF]);
+    f.intra = j * pick(pr.level[TSR_LEVEL_INTRA_NODE]);
+    f.inter = j * pick(pr.level[TSR_LEVEL_INTER_NODE]);
+    f.flop = pr.has_flop ? j * pick(pr.flop) : 0.0;
+    f.static_watts = pr.pue * pick(pr.static_power);
+    return f;
+  };
+  em.typical = figures(0);
+  em.low = figures(1);
+  em.high = figures(2);
+  return em;
+}
+
+tsr_status check_problem(const tsr_gemm_problem* p, Problem* out) {
   TSR_CHECK_NOT_NULL(p);
-  TSR_CHECK_NOT_NULL(plan);
-  if (p->magic != TSR_GEMM_MAGIC || p->size < sizeof(tsr_gemm_problem))
+  // Problems initialised by a 0.1 header end before 'objective'.
+  const size_t v1 = offsetof(tsr_gemm_problem, objective);
+  if (p->magic != TSR_GEMM_MAGIC || (p->size != v1 && p->size < sizeof(tsr_gemm_problem)))
     return fail(TSR_ERR_INVALID_ARG, "argument 'problem' is not initialised with TSR_GEMM_PROBLEM_INIT");
   if (p->m < 0 || p->n < 0 || p->k < 0)
     return fail(TSR_ERR_INVALID_ARG, "problem sizes m = %lld, n = %lld, k = %lld must be >= 0",
@@ -227,20 +261,49 @@ tsr_status plan_create(const tsr_gemm_problem* p, tsr_gemm_plan* plan) {
     return fail(TSR_ERR_INVALID_ARG, "problem 'transb' = %d is not a tsr_trans", static_cast<int>(p->transb));
   if (!(p->memory_per_rank >= 0) || !(p->machine.alpha >= 0) || !(p->machine.beta >= 0) || !(p->machine.gamma >= 0))
     return fail(TSR_ERR_INVALID_ARG, "problem 'memory_per_rank' and the machine parameters must be >= 0");
-  Shape s;
-  s.m = p->m;
-  s.n = p->n;
-  s.k = p->k;
-  s.ta = p->transa == TSR_TRANS;
-  s.tb = p->transb == TSR_TRANS;
-  s.w = static_cast<int64_t>(p->elem_size);
-  const Machine mc = machine_of(p->machine);
-  if (candidates(s, p->nranks, p->allow_idle != 0, p->algo).empty())
+  tsr_gemm_problem q = *p;  // with the 0.2 fields' defaults for an 0.1 problem
+  if (p->size == v1) {
+    q.objective = TSR_OBJECTIVE_TIME;
+    q.ranks_per_node = 0;
+    q.profile = nullptr;
+  }
+  if (q.objective != TSR_OBJECTIVE_TIME && q.objective != TSR_OBJECTIVE_ENERGY && q.objective != TSR_OBJECTIVE_EDP)
+    return fail(TSR_ERR_INVALID_ARG, "problem 'objective' = %d is not a tsr_objective (TSR_OBJECTIVE_TIME, _ENERGY or _EDP)",
+                static_cast<int>(q.objective));
+  if (q.ranks_per_node < 0)
+    return fail(TSR_ERR_INVALID_ARG, "problem 'ranks_per_node' = %d must be >= 0 (0: one node)", q.ranks_per_node);
+  if (q.profile != nullptr && energy::profile_of(q.profile) == nullptr)
+    return fail(TSR_ERR_INVALID_ARG, "problem 'profile' is not a live tsr_energy_profile");
+  out->s.m = p->m;
+  out->s.n = p->n;
+  out->s.k = p->k;
+  out->s.ta = p->transa == TSR_TRANS;
+  out->s.tb = p->transb == TSR_TRANS;
+  out->s.w = static_cast<int64_t>(p->elem_size);
+  out->mc = machine_of(p->machine);
+  out->objective = q.objective;
+  out->em = energy_model(&q);
+  if (candidates(out->s, p->nranks, p->allow_idle != 0, p->algo).empty())
     return fail(TSR_ERR_SHAPE, "no %s grid fits %d ranks%s (2.5D needs q*q*c ranks with 2 <= c <= q, or q*q for c = 1; "
                 "3D at least two grid dimensions of extent > 1 or a 1D grid)",
                 tsr_gemm_algo_name(p->algo), p->nranks, p->allow_idle ? "" : " without idle ranks (allow_idle = 0)");
+  return TSR_SUCCESS;
+}
+
+bool same_candidate(const Candidate& x, const Candidate& y) {
+  return x.algo == y.algo && x.kind == y.kind && x.dims == y.dims && x.roles.m == y.roles.m && x.roles.n == y.roles.n &&
+         x.roles.k == y.roles.k && x.panel == y.panel;
+}
+
+tsr_status plan_create(const tsr_gemm_problem* p, tsr_gemm_plan* plan) {
+  TSR_CHECK_NOT_NULL(plan);
+  Problem pb;
+  TSR_TRY(check_problem(p, &pb));
+  const Shape& s = pb.s;
+  const Machine& mc = pb.mc;
   Candidate best;
-  const bool fits = choose(s, p->nranks, p->allow_idle != 0, p->algo, p->memory_per_rank, mc, &best);
+  const bool fits =
+      choose(s, p->nranks, p->allow_idle != 0, p->algo, p->memory_per_rank, mc, pb.objective, &pb.em, &best, nullptr);
   std::memset(plan, 0, sizeof *plan);
   const tsr_gemm_options defaults = TSR_GEMM_OPTIONS_INIT;
   plan->options = defaults;
@@ -270,6 +333,12 @@ tsr_status plan_create(const tsr_gemm_problem* p, tsr_gemm_plan* plan) {
   plan->machine.alpha = mc.alpha;
   plan->machine.beta = mc.beta;
   plan->machine.gamma = mc.gamma;
+  plan->objective = static_cast<tsr_objective>(pb.objective);
+  plan->joules = best.joules;
+  plan->joules_low = best.joules_low;
+  plan->joules_high = best.joules_high;
+  plan->intra_node_bytes = best.intra_bytes;
+  plan->inter_node_bytes = best.inter_bytes;
   if (!fits)
     return fail(TSR_ERR_NO_MEMORY, "no algorithm fits in %.0f bytes per rank: the plan needing least memory (%s on "
                 "%dx%dx%d) needs %.0f bytes per rank, %.0f bytes (%.1f%%) more",
@@ -278,8 +347,42 @@ tsr_status plan_create(const tsr_gemm_problem* p, tsr_gemm_plan* plan) {
   return TSR_SUCCESS;
 }
 
+tsr_status plan_candidates(const tsr_gemm_problem* p, tsr_gemm_candidate* out, size_t cap, size_t* count) {
+  TSR_CHECK_NOT_NULL(count);
+  if (out == nullptr && cap > 0) return fail(TSR_ERR_INVALID_ARG, "argument 'out' is NULL with cap = %zu", cap);
+  Problem pb;
+  TSR_TRY(check_problem(p, &pb));
+  Candidate best;
+  std::vector<Candidate> all;
+  choose(pb.s, p->nranks, p->allow_idle != 0, p->algo, p->memory_per_rank, pb.mc, pb.objective, &pb.em, &best, &all);
+  *count = all.size();
+  for (size_t i = 0; i < all.size() && i < cap; ++i) {
+    const Candidate& c = all[i];
+    tsr_gemm_candidate& o = out[i];
+    std::memset(&o, 0, sizeof o);
+    o.algo = c.algo;
+    o.grid_kind = c.kind;
+    for (int x = 0; x < 3; ++x) o.dims[x] = c.dims[static_cast<size_t>(x)];
+    o.roles[0] = c.roles.m;
+    o.roles[1] = c.roles.n;
+    o.roles[2] = c.roles.k;
+    o.panel = static_cast<long long>(c.panel);
+    o.time = c.time;
+    o.joules = c.joules;
+    o.joules_low = c.joules_low;
+    o.joules_high = c.joules_high;
+    o.bytes = c.bytes;
+    o.intra_node_bytes = c.intra_bytes;
+    o.inter_node_bytes = c.inter_bytes;
+    o.memory_bytes = c.memory;
+    o.fits = p->memory_per_rank <= 0 || c.memory <= p->memory_per_rank;
+    o.chosen = same_candidate(c, best) ? 1 : 0;
+  }
+  return TSR_SUCCESS;
+}
+
 std::string plan_text(const tsr_gemm_plan& p) {
-  char buf[1024];
+  char buf[1536];
   const char* kinds[] = {"?", "1D", "2D", "2.5D", "3D", "3D-any"};
   const double ratio = p.lower_bound_bytes > 0 ? p.bytes / p.lower_bound_bytes : 0.0;
   std::snprintf(buf, sizeof buf,
@@ -287,7 +390,8 @@ std::string plan_text(const tsr_gemm_plan& p) {
                 "  algorithm %s on a %s grid %dx%dx%d (%d ranks, %d idle); m by %s, n by %s, %s by %s; panel %lld\n"
                 "  per rank (busiest): %.4g flops, %.4g bytes received, %.4g messages, %.4g bytes of memory\n"
                 "  lower bound %.4g bytes received: plan / bound = %.3f\n"
-                "  modelled time %.4g s (alpha %.3g s, beta %.3g s/B, gamma %.3g s/flop)%s\n",
+                "  modelled time %.4g s (alpha %.3g s, beta %.3g s/B, gamma %.3g s/flop)%s\n"
+                "  modelled energy %.4g J [%.3g, %.3g] (all ranks; %.4g B within nodes, %.4g B across); chosen by %s\n",
                 static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k), p.elem_size,
                 p.transa ? 'T' : 'N', p.transb ? 'T' : 'N', tsr_gemm_algo_name(p.options.algo),
                 kinds[p.grid_kind >= 1 && p.grid_kind <= 5 ? p.grid_kind : 0], p.dims[0], p.dims[1], p.dims[2],
@@ -295,7 +399,9 @@ std::string plan_text(const tsr_gemm_plan& p) {
                 engine_of(p.options.algo) == Engine::summa ? "depth" : "k", dim_name(p.roles[2]),
                 static_cast<long long>(p.options.panel), p.flops, p.bytes, p.messages, p.memory_bytes,
                 p.lower_bound_bytes, ratio, p.time, p.machine.alpha, p.machine.beta, p.machine.gamma,
-                p.missing_bytes > 0 ? "; DOES NOT FIT the memory budget" : "");
+                p.missing_bytes > 0 ? "; DOES NOT FIT the memory budget" : "", p.joules, p.joules_low, p.joules_high,
+                p.intra_node_bytes, p.inter_node_bytes,
+                p.objective == TSR_OBJECTIVE_ENERGY ? "energy" : p.objective == TSR_OBJECTIVE_EDP ? "energy x time" : "time");
   return buf;
 }
 
@@ -427,6 +533,11 @@ tsr_status tsr_gemm_layouts(tsr_gemm_algo algo, tsr_trans transa, tsr_trans tran
 
 tsr_status tsr_gemm_plan_create(const tsr_gemm_problem* problem, tsr_gemm_plan* plan) {
   return finish(nullptr, "tsr_gemm_plan_create", tsr::gemm::plan_create(problem, plan));
+}
+
+tsr_status tsr_gemm_plan_candidates(const tsr_gemm_problem* problem, tsr_gemm_candidate* out, size_t cap,
+                                    size_t* count) {
+  return finish(nullptr, "tsr_gemm_plan_candidates", tsr::gemm::plan_candidates(problem, out, cap, count));
 }
 
 tsr_status tsr_gemm_plan_format(const tsr_gemm_plan* plan, char* buf, size_t len, size_t* needed) {

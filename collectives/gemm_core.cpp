@@ -367,6 +367,7 @@ Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape
         out.payload_recv += op.total;
         out.wire_sent += op.total - op.next;
         out.wire_recv += op.total - op.mine;
+        out.recv_edges.push_back({op.dim, (me + p - 1) % p, static_cast<double>(op.total - op.mine)});
         out.msgs_sent += ring;
         out.msgs_recv += ring;
         out.path_msgs += p - 1;
@@ -376,6 +377,7 @@ Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape
         out.payload_recv += op.mine;
         out.wire_sent += op.total - op.mine;
         out.wire_recv += op.total - op.prev;
+        out.recv_edges.push_back({op.dim, (me + p - 1) % p, static_cast<double>(op.total - op.prev)});
         out.msgs_sent += ring;
         out.msgs_recv += ring;
         out.path_msgs += p - 1;
@@ -390,6 +392,7 @@ Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape
         }
         for (const WireEdge& e : wm.recv) {
           out.wire_recv += e.bytes;
+          out.recv_edges.push_back({op.dim, e.peer, static_cast<double>(e.bytes)});
           out.msgs_recv += e.messages;
         }
         out.path_msgs += 2.0 * (p - 1);
@@ -404,6 +407,7 @@ Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape
         }
         for (const WireEdge& e : wm.recv) {
           out.wire_recv += e.bytes;
+          out.recv_edges.push_back({op.dim, e.peer, static_cast<double>(e.bytes)});
           out.msgs_recv += e.messages;
         }
         out.path_msgs += std::ceil(std::log2(static_cast<double>(p)));
@@ -591,13 +595,60 @@ std::vector<Candidate> candidates(const Shape& s, int p, bool allow_idle, tsr_ge
   return out;
 }
 
+void energy(Candidate* cd, const Shape& s, const EnergyModel& em) {
+  tsr_layout pub[3];
+  canonical(cd->algo, s.ta, s.tb, cd->roles, pub);
+  const Layout a = normalise(pub[0], cd->dims), b = normalise(pub[1], cd->dims), c = normalise(pub[2], cd->dims);
+  const Dims& d = cd->dims;
+  const int p = d[0] * d[1] * d[2];
+  const int rpn = em.ranks_per_node > 0 ? em.ranks_per_node : p;
+  // Grid rank of coordinates (as tsr_grid_create numbers them: j fastest).
+  auto grank = [&](const Dims& co) { return (co[2] * d[0] + co[0]) * d[1] + co[1]; };
+  cd->intra_bytes = cd->inter_bytes = cd->self_bytes = cd->total_flops = 0;
+  auto add = [&](const Dims& co, double weight) {
+    const Cost cst = rank_cost(cd->algo, d, cd->roles, s, a, b, c, cd->panel, co);
+    const int node = grank(co) / rpn;
+    for (const Cost::Edge& e : cst.recv_edges) {
+      Dims from = co;
+      from[static_cast<size_t>(e.dim)] = e.peer;
+      (grank(from) / rpn == node ? cd->intra_bytes : cd->inter_bytes) += weight * e.bytes;
+    }
+    cd->self_bytes += weight * cst.reduced;
+    cd->total_flops += weight * cst.flops;
+  };
+  if (p <= 4096) {
+    for (int k = 0; k < d[2]; ++k)
+      for (int i = 0; i < d[0]; ++i)
+        for (int j = 0; j < d[1]; ++j) add(Dims{i, j, k}, 1.0);
+  } else {
+    for (int x = 0; x < 8; ++x)
+      add(Dims{(x & 1) ? d[0] - 1 : 0, (x & 2) ? d[1] - 1 : 0, (x & 4) ? d[2] - 1 : 0}, p / 8.0);
+  }
+  auto joules = [&](const EnergyFigures& f) {
+    return cd->self_bytes * f.self + cd->intra_bytes * f.intra + cd->inter_bytes * f.inter + cd->total_flops * f.flop +
+           f.static_watts * p * cd->time;
+  };
+  cd->joules = joules(em.typical);
+  cd->joules_low = joules(em.low);
+  cd->joules_high = joules(em.high);
+}
+
+double objective_value(const Candidate& c, int objective) {
+  return objective == 1 ? c.joules : objective == 2 ? c.joules * c.time : c.time;
+}
+
 bool choose(const Shape& s, int p, bool allow_idle, tsr_gemm_algo only, double memory, const Machine& mc,
-            Candidate* best) {
+            int objective, const EnergyModel* em, Candidate* best, std::vector<Candidate>* all_out) {
   std::vector<Candidate> all = candidates(s, p, allow_idle, only);
   bool found = false;
   Candidate least;
   least.memory = std::numeric_limits<double>::infinity();
-  auto better = [&](const Candidate& x, const Candidate& y) {  // x better than y?
+  // x better than y? The objective, then time, then more ranks, then fewer
+  // bytes; remaining ties keep the first considered (the order is fixed, so
+  // every rank chooses the same plan).
+  auto better = [&](const Candidate& x, const Candidate& y) {
+    const double ox = objective_value(x, objective), oy = objective_value(y, objective);
+    if (ox != oy) return ox < oy;
     if (x.time != y.time) return x.time < y.time;
     const int ux = x.dims[0] * x.dims[1] * x.dims[2], uy = y.dims[0] * y.dims[1] * y.dims[2];
     if (ux != uy) return ux > uy;
@@ -615,6 +666,7 @@ bool choose(const Shape& s, int p, bool allow_idle, tsr_gemm_algo only, double m
         width /= 2;
       }
     }
+    if (em) energy(&c, s, *em);
     if (c.memory < least.memory) least = c;
     if (memory > 0 && c.memory > memory) continue;
     if (!found || better(c, *best)) {
@@ -623,6 +675,7 @@ bool choose(const Shape& s, int p, bool allow_idle, tsr_gemm_algo only, double m
     }
   }
   if (!found) *best = least;
+  if (all_out) *all_out = std::move(all);
   return found;
 }
 

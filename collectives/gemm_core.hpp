@@ -138,6 +138,13 @@ struct Cost {
   double flops = 0;
   double workspace = 0;                   // elements of workspace the executor allocates
   double reduced = 0;                     // bytes of partial products summed over k (or the depth)
+  // wire_recv by sender: along grid dimension dim, from the member at that
+  // coordinate (the wire model's edges; for the energy of each level).
+  struct Edge {
+    int dim, peer;
+    double bytes;
+  };
+  std::vector<Edge> recv_edges;
   double operands = 0;                    // elements of A, B, C stored on the rank
   uint64_t calls[4] = {0, 0, 0, 0};       // by OpKind
 };
@@ -153,6 +160,20 @@ struct Machine {
   double alpha = 2e-6, beta = 1e-10, gamma = 2e-11;
 };
 
+// The energy model of a plan (docs/ENERGY.md, "Planning by energy"): joules
+// per byte received at each link level and per flop, with the profile's PUE
+// folded in, and the static power of a rank. One set of figures: typical,
+// low or high.
+struct EnergyFigures {
+  double self = 0, intra = 0, inter = 0;  // J per byte
+  double flop = 0;                        // J per flop
+  double static_watts = 0;                // W per rank the plan uses
+};
+struct EnergyModel {
+  EnergyFigures typical, low, high;
+  int ranks_per_node = 0;  // 0: every rank on one node
+};
+
 struct Candidate {
   tsr_gemm_algo algo = TSR_GEMM_3D;
   tsr_grid_kind kind = TSR_GRID_1D;
@@ -162,16 +183,32 @@ struct Candidate {
   // modelled, busiest rank:
   double flops = 0, bytes = 0, msgs = 0, time = 0, memory = 0;  // memory in bytes
   double reduced = 0;  // bytes of partial products summed (one more local pass over them)
+  // energy, summed over the ranks the plan uses (energy()):
+  double intra_bytes = 0, inter_bytes = 0, self_bytes = 0, total_flops = 0;
+  double joules = 0, joules_low = 0, joules_high = 0;
 };
+// Fills the candidate's energy fields (after evaluate()): the bytes every
+// rank receives by level and the flops, summed over the ranks (exactly, by
+// enumerating the grid up to 4096 positions; beyond, the mean of the 8 corner
+// ranks times the rank count), then joules = bytes x J/B per level + flops x
+// J/flop + static W x ranks x modelled time. Ranks fill nodes in grid rank
+// order (ranks_per_node at a time, as tsr_grid_create places them when every
+// node has ranks_per_node ranks); bytes are inter-node when their sender
+// (the wire model's peer) lies on another node.
+void energy(Candidate* c, const Shape& s, const EnergyModel& em);
+// The objective of a plan: 0 time, 1 energy, 2 energy-delay product.
+double objective_value(const Candidate& c, int objective);
 // The busiest-rank figures of a candidate (maximum over the corner ranks of
 // the grid, which is exact whenever the blocks divide evenly).
 void evaluate(Candidate* c, const Shape& s, const Machine& mc);
 // Every candidate the planner considers for p ranks (and fewer if idle).
 std::vector<Candidate> candidates(const Shape& s, int p, bool allow_idle, tsr_gemm_algo only);
-// The best candidate within memory (bytes per rank, 0 = no limit); false if
-// none fits (then *best is the one needing least memory).
+// The best candidate within memory (bytes per rank, 0 = no limit) by the
+// objective (energy needs em); false if none fits (then *best is the one
+// needing least memory). all (may be null): every candidate considered,
+// evaluated, in the order considered.
 bool choose(const Shape& s, int p, bool allow_idle, tsr_gemm_algo only, double memory, const Machine& mc,
-            Candidate* best);
+            int objective, const EnergyModel* em, Candidate* best, std::vector<Candidate>* all);
 
 }  // namespace gemm
 }  // namespace tsr

@@ -30,6 +30,10 @@ struct tsr_energy_report_s {
 namespace tsr {
 namespace energy {
 
+const Profile* profile_of(tsr_energy_profile h) {
+  return h != nullptr && h->magic == tsr_energy_profile_s::kMagic ? &h->p : nullptr;
+}
+
 struct ContextEnergy {
   bool started = false;
   bool leader = false;  // lowest context rank of a real shared-memory node
@@ -483,6 +487,16 @@ tsr_status tsr_energy_profile_flop(tsr_energy_profile profile, tsr_energy_coeff*
                                : tsr_energy_coeff{0, 0, 0, "", ""};
   }
   return finish(nullptr, "tsr_energy_profile_flop", st);
+}
+
+tsr_status tsr_energy_profile_static(tsr_energy_profile profile, tsr_energy_coeff* out) {
+  tsr_status st = tsr::energy::check_profile(profile);
+  if (st == TSR_SUCCESS && out == nullptr) st = fail(TSR_ERR_INVALID_ARG, "argument 'out' is NULL");
+  if (st == TSR_SUCCESS) {
+    const tsr::energy::Coeff& c = profile->p.static_power;
+    *out = tsr_energy_coeff{c.value, c.low, c.high, c.source.c_str(), c.origin.c_str()};
+  }
+  return finish(nullptr, "tsr_energy_profile_static", st);
 }
 
 tsr_status tsr_energy_profile_pue(tsr_energy_profile profile, double* pue) {

@@ -83,6 +83,10 @@ TSR_API tsr_status tsr_energy_profile_level(tsr_energy_profile profile, tsr_leve
 /* The per-flop figure; *present = 0 (and *out zeros) if the profile has none. Local. */
 TSR_API tsr_status tsr_energy_profile_flop(tsr_energy_profile profile, tsr_energy_coeff* out,
                                            int* present);
+/* The static power of a rank, in watts (value, low, high): what planners
+ * charge per rank for the modelled time (docs/ENERGY.md, "Planning by
+ * energy"); zeros if the profile has none. Local. */
+TSR_API tsr_status tsr_energy_profile_static(tsr_energy_profile profile, tsr_energy_coeff* out);
 /* The power usage effectiveness multiplier applied to every modelled joule. Local. */
 TSR_API tsr_status tsr_energy_profile_pue(tsr_energy_profile profile, double* pue);
 

@@ -231,10 +231,18 @@ typedef struct tsr_gemm_problem {
   tsr_gemm_algo algo;          /* TSR_GEMM_AUTO: every algorithm; else only this one */
   int allow_idle;              /* 1 (default): plans may use fewer than nranks ranks */
   tsr_gemm_machine machine;    /* zeros: defaults */
+  /* Since 0.2 (a problem initialised by an older header, with a smaller
+   * size, plans by time on one node): */
+  tsr_objective objective;     /* what to minimise: time (default), energy or energy x time */
+  int ranks_per_node;          /* ranks per node, for the energy of intra- vs inter-node
+                                  bytes (grid ranks fill nodes in order); 0: one node */
+  struct tsr_energy_profile_s* profile; /* machine profile (energy.h) for the joules;
+                                  NULL: the built-in default-2025 */
 } tsr_gemm_problem;
 
-#define TSR_GEMM_PROBLEM_INIT \
-  {sizeof(tsr_gemm_problem), TSR_GEMM_MAGIC, 0, 0, 0, 8, 1, 0.0, TSR_NOTRANS, TSR_NOTRANS, TSR_GEMM_AUTO, 1, {0, 0, 0}}
+#define TSR_GEMM_PROBLEM_INIT                                                                     \
+  {sizeof(tsr_gemm_problem), TSR_GEMM_MAGIC, 0, 0, 0, 8, 1, 0.0, TSR_NOTRANS, TSR_NOTRANS,       \
+   TSR_GEMM_AUTO, 1, {0, 0, 0}, TSR_OBJECTIVE_TIME, 0, NULL}
 
 /* A plan: the algorithm, grid and layouts of least modelled time, and its
  * modelled figures for the busiest rank next to the lower bound. */
@@ -259,9 +267,33 @@ typedef struct tsr_gemm_plan {
   double missing_bytes;        /* > 0: even this plan, the one needing least memory, exceeds
                                   problem.memory_per_rank by this much */
   tsr_gemm_machine machine;    /* the parameters used */
+  /* Energy, summed over the plan's ranks (docs/ENERGY.md, "Planning by
+   * energy"), with the profile's PUE: */
+  tsr_objective objective;     /* what the plan minimised */
+  double joules;               /* modelled joules per multiplication (typical figures) */
+  double joules_low, joules_high; /* the same with the profile's low and high figures */
+  double intra_node_bytes;     /* bytes received within nodes, all ranks */
+  double inter_node_bytes;     /* bytes received across nodes, all ranks */
 } tsr_gemm_plan;
 
-/* Choose the algorithm, grid and layouts of least modelled time among the
+/* One candidate a plan considered: what tsr_gemm_plan_candidates lists. */
+typedef struct tsr_gemm_candidate {
+  tsr_gemm_algo algo;
+  tsr_grid_kind grid_kind;
+  int dims[3];
+  int roles[3];
+  long long panel;
+  double time;                 /* modelled seconds (busiest rank) */
+  double joules, joules_low, joules_high; /* modelled joules, all ranks */
+  double bytes;                /* bytes the busiest rank receives */
+  double intra_node_bytes, inter_node_bytes; /* all ranks */
+  double memory_bytes;         /* per rank */
+  int fits;                    /* within problem.memory_per_rank */
+  int chosen;                  /* 1 for the candidate tsr_gemm_plan_create returns */
+} tsr_gemm_candidate;
+
+/* Choose the algorithm, grid and layouts of least modelled time (or
+ * energy, or energy x time: problem.objective) among the
  * 1D, 2D, 2.5D and 3D algorithms on every grid shape of nranks (and of fewer
  * ranks, if allow_idle), within the memory budget. If nothing fits, returns
  * TSR_ERR_NO_MEMORY with the plan of least memory in *plan and the bytes
@@ -271,6 +303,14 @@ typedef struct tsr_gemm_plan {
  * algorithm asked for has no grid on nranks, e.g. 2.5D on 2 ranks without
  * idle ranks), NO_MEMORY. */
 TSR_API tsr_status tsr_gemm_plan_create(const tsr_gemm_problem* problem, tsr_gemm_plan* plan);
+/* Every candidate tsr_gemm_plan_create considers for problem, with its time
+ * and joules, so that the trade between the objectives can be seen (and
+ * plotted: bench_energy_gemm --candidates). Writes at most cap entries to
+ * out (may be NULL when cap is 0) in the order considered; *count gets the
+ * number of candidates. Local. Errors: as tsr_gemm_plan_create (NO_MEMORY
+ * is not an error here: fits tells). */
+TSR_API tsr_status tsr_gemm_plan_candidates(const tsr_gemm_problem* problem, tsr_gemm_candidate* out,
+                                            size_t cap, size_t* count);
 /* The plan as a few lines of text (like snprintf: *needed gets the full
  * length; buf may be NULL when len is 0). Local. */
 TSR_API tsr_status tsr_gemm_plan_format(const tsr_gemm_plan* plan, char* buf, size_t len,

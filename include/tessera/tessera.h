@@ -77,6 +77,15 @@ typedef enum tsr_dtype {
 
 typedef enum tsr_op { TSR_SUM = 0, TSR_PROD = 1, TSR_MIN = 2, TSR_MAX = 3 } tsr_op;
 
+/* What a planner minimises (tsr_gemm_plan_create, ...): modelled time,
+ * modelled energy (joules from a machine profile, docs/ENERGY.md), or their
+ * product (energy-delay). */
+typedef enum tsr_objective {
+  TSR_OBJECTIVE_TIME = 0,
+  TSR_OBJECTIVE_ENERGY = 1,
+  TSR_OBJECTIVE_EDP = 2
+} tsr_objective;
+
 /* Size in bytes of one element (0 for an unknown type). Local. */
 TSR_API size_t tsr_dtype_size(tsr_dtype type);
 

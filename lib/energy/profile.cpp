@@ -184,8 +184,10 @@ class Parser {
           TSR_TRY(coeff(v, k, "pj_per_flop", origin, &p->flop));
           p->has_flop = true;
         }
+      } else if (k == "static") {
+        TSR_TRY(coeff(v, k, "watts_per_rank", origin, &p->static_power));
       } else {
-        return bad(k, "unknown key; expected format, name, description, units, pue, levels or flop");
+        return bad(k, "unknown key; expected format, name, description, units, pue, levels, flop or static");
       }
     }
     if (!named) p->name = origin;
@@ -223,7 +225,8 @@ uint64_t Profile::digest() const {
     h = fnv(h, &c.low, sizeof c.low);
     h = fnv(h, &c.high, sizeof c.high);
   }
-  const double f[4] = {has_flop ? 1.0 : 0.0, flop.value, flop.low, flop.high};
+  const double f[7] = {has_flop ? 1.0 : 0.0, flop.value, flop.low, flop.high, static_power.value, static_power.low,
+                       static_power.high};
   return fnv(h, f, sizeof f);
 }
 

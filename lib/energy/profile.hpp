@@ -30,6 +30,7 @@ struct Profile {
   Coeff level[TSR_LEVELS];
   bool has_flop = false;
   Coeff flop;
+  Coeff static_power;  // W per rank (planners: static power x modelled time); zeros if the profile has none
   uint64_t digest() const;  // of every number and the name: equal profiles, equal digests
 };
 
@@ -42,6 +43,9 @@ const Profile& default_profile();
 // is kept. Errors (TSR_ERR_INVALID_ARG via fail()): JSON syntax errors name the
 // line and column, bad values and unknown or duplicate keys name the key path.
 tsr_status parse_profile(const std::string& text, const std::string& origin, const Profile& base, Profile* out);
+
+// The profile behind a public handle, or null if it is not a live one.
+const Profile* profile_of(tsr_energy_profile handle);
 
 // Reads a profile file over the default (TSR_ERR_IO if it cannot be read).
 // path empty: $TSR_ENERGY_PROFILE if set and not empty, else the default.

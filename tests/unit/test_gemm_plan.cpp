@@ -315,13 +315,13 @@ TEST(GemmPlan, RectangularShapeOnSixtyFourRanksIsWithinTenPercentOfTheBound) {
   const g::Shape s = shape(32768, 32768, 8192, false, false, 2);
   const g::Machine mc;
   g::Candidate best;
-  ASSERT_TRUE(g::choose(s, 64, false, TSR_GEMM_AUTO, 0, mc, &best));
+  ASSERT_TRUE(g::choose(s, 64, false, TSR_GEMM_AUTO, 0, mc, 0, nullptr, &best, nullptr));
   const double bound = g::lower_bound_words(32768, 32768, 8192, 64) * 2;
   EXPECT_NEAR(bound / 1048576.0, 104.2, 0.2);
   EXPECT_LE(best.bytes, 1.10 * bound) << best.bytes / bound;
   EXPECT_NEAR(best.bytes / 1048576.0, 112.0, 0.01);
   g::Candidate one, cube;
-  ASSERT_TRUE(g::choose(s, 64, false, TSR_GEMM_1D, 0, mc, &one));
+  ASSERT_TRUE(g::choose(s, 64, false, TSR_GEMM_1D, 0, mc, 0, nullptr, &one, nullptr));
   EXPECT_NEAR(one.bytes / 1048576.0, 504.0, 0.01);
   cube.algo = TSR_GEMM_3D;
   cube.kind = TSR_GRID_3D;
@@ -449,4 +449,156 @@ TEST(GemmPlan, BadProblemsAreInvalidArguments) {
   EXPECT_EQ(l[0].col_dim, TSR_DIM_K);
   EXPECT_EQ(l[0].sub_dim, TSR_DIM_J);
   (void)kCorner;
+}
+
+// ------------------------------------------------------- planning by energy
+namespace energy_plan {
+
+// A synthetic profile with round figures (pJ per byte / flop, W per rank);
+// low = value / 2, high = 2 x value.
+const char* kProfile = R"({"format": "tessera-energy-profile/1", "name": "synthetic", "pue": 1.5,
+  "levels": {"self": {"pj_per_byte": 1, "low": 0.5, "high": 2},
+             "intra_node": {"pj_per_byte": 2, "low": 1, "high": 4},
+             "inter_node": {"pj_per_byte": 10, "low": 5, "high": 20}},
+  "flop": {"pj_per_flop": 1, "low": 0.5, "high": 2},
+  "static": {"watts_per_rank": 1, "low": 0.5, "high": 2}})";
+
+struct Profile {
+  tsr_energy_profile h = nullptr;
+  Profile() { EXPECT_EQ(tsr_energy_profile_parse(kProfile, &h), TSR_SUCCESS) << tsr_last_error(nullptr); }
+  ~Profile() { tsr_energy_profile_destroy(&h); }
+};
+
+tsr_gemm_problem problem(tsr_energy_profile prof, int nranks, int rpn, tsr_objective obj) {
+  tsr_gemm_problem p = TSR_GEMM_PROBLEM_INIT;
+  p.m = p.n = p.k = 100;
+  p.elem_size = 8;
+  p.nranks = nranks;
+  p.allow_idle = 0;
+  p.machine = {1e-6, 1e-9, 1e-9};
+  p.objective = obj;
+  p.ranks_per_node = rpn;
+  p.profile = prof;
+  return p;
+}
+
+std::vector<tsr_gemm_candidate> list(const tsr_gemm_problem& p) {
+  size_t n = 0;
+  EXPECT_EQ(tsr_gemm_plan_candidates(&p, nullptr, 0, &n), TSR_SUCCESS) << tsr_last_error(nullptr);
+  std::vector<tsr_gemm_candidate> v(n);
+  EXPECT_EQ(tsr_gemm_plan_candidates(&p, v.data(), v.size(), &n), TSR_SUCCESS);
+  return v;
+}
+
+}  // namespace energy_plan
+
+// 1D on 2 ranks, one rank per node, m = n = k = 100, doubles, by hand:
+//   split m (or n): each rank receives half of B (or A): 100*50*8 = 40000 B
+//     across nodes; time = 1e-9*1e6 flops + 1e-9*40000 B + 1e-6 = 1.041e-3 s;
+//     J = 1.5 * (2 * 40000 * 10 pJ + 2e6 flops * 1 pJ) + 1.5 * 1 W * 2 * time
+//   split k: the reduce-scatter of C: 40000 B received per rank, and one
+//     local pass over the 100*100*8 = 80000 B of partial products (self
+//     level, and in the time): time = 1e-3 + 1e-9*(40000 + 80000) + 1e-6.
+TEST(GemmEnergy, CandidatesMatchHandComputedJoules) {
+  energy_plan::Profile prof;
+  tsr_gemm_problem p = energy_plan::problem(prof.h, 2, 1, TSR_OBJECTIVE_ENERGY);
+  p.algo = TSR_GEMM_1D;
+  const std::vector<tsr_gemm_candidate> c = energy_plan::list(p);
+  ASSERT_EQ(c.size(), 3u);
+  int chosen = 0;
+  for (const tsr_gemm_candidate& x : c) {
+    const bool ksplit = x.roles[2] == 0;
+    const double time = ksplit ? 1e-3 + 1.2e-4 + 1e-6 : 1.041e-3;
+    EXPECT_NEAR(x.time, time, 1e-15);
+    EXPECT_EQ(x.bytes, 40000.0);
+    EXPECT_EQ(x.inter_node_bytes, 80000.0);
+    EXPECT_EQ(x.intra_node_bytes, 0.0);
+    const double self = ksplit ? 2 * 80000.0 : 0.0;
+    auto joules = [&](double f) {  // f: 1 typical, 0.5 low, 2 high
+      return 1.5 * f * (80000.0 * 10e-12 + self * 1e-12 + 2e6 * 1e-12) + 1.5 * f * 1.0 * 2 * time;
+    };
+    EXPECT_NEAR(x.joules, joules(1), 1e-15) << "roles " << x.roles[0] << x.roles[1] << x.roles[2];
+    EXPECT_NEAR(x.joules_low, joules(0.5), 1e-15);
+    EXPECT_NEAR(x.joules_high, joules(2), 1e-15);
+    chosen += x.chosen;
+    if (x.chosen) {
+      EXPECT_FALSE(ksplit);
+    }
+  }
+  EXPECT_EQ(chosen, 1);
+  tsr_gemm_plan plan;
+  ASSERT_EQ(tsr_gemm_plan_create(&p, &plan), TSR_SUCCESS);
+  EXPECT_EQ(plan.objective, TSR_OBJECTIVE_ENERGY);
+  EXPECT_NEAR(plan.joules, 1.5 * (80000.0 * 10e-12 + 2e6 * 1e-12) + 1.5 * 2 * 1.041e-3, 1e-15);
+  // Split m and split n tie on every criterion: the first considered wins,
+  // the same on every call (and so on every rank).
+  tsr_gemm_plan again;
+  ASSERT_EQ(tsr_gemm_plan_create(&p, &again), TSR_SUCCESS);
+  EXPECT_EQ(std::memcmp(plan.roles, again.roles, sizeof plan.roles), 0);
+  // Two ranks on one node: the same bytes, within the node.
+  p.ranks_per_node = 2;
+  for (const tsr_gemm_candidate& x : energy_plan::list(p)) {
+    EXPECT_EQ(x.inter_node_bytes, 0.0);
+    EXPECT_EQ(x.intra_node_bytes, 80000.0);
+  }
+}
+
+// Where inter-node bytes cost far more energy than time: 8 ranks on two nodes
+// of 4. The time objective takes all 8 ranks; the energy objective keeps the
+// multiplication on one node (4 idle ranks), and energy x time lies between
+// or with one of them.
+TEST(GemmEnergy, TheObjectiveChangesTheChoiceWhereTheProfileSaysItMust) {
+  energy_plan::Profile prof;
+  tsr_gemm_problem p = energy_plan::problem(prof.h, 8, 4, TSR_OBJECTIVE_TIME);
+  p.allow_idle = 1;
+  p.m = p.n = p.k = 2048;
+  // Inter-node bytes 1000x the intra-node price, no static power: only bytes and flops matter.
+  tsr_energy_profile costly = nullptr;
+  ASSERT_EQ(tsr_energy_profile_parse(R"({"levels": {"intra_node": {"pj_per_byte": 1}, "inter_node": {"pj_per_byte": 1000}},
+                                         "flop": {"pj_per_flop": 1}, "static": {"watts_per_rank": 0}})", &costly),
+            TSR_SUCCESS) << tsr_last_error(nullptr);
+  p.profile = costly;
+  tsr_gemm_plan t, e;
+  ASSERT_EQ(tsr_gemm_plan_create(&p, &t), TSR_SUCCESS);
+  p.objective = TSR_OBJECTIVE_ENERGY;
+  ASSERT_EQ(tsr_gemm_plan_create(&p, &e), TSR_SUCCESS);
+  EXPECT_EQ(t.nranks, 8);
+  EXPECT_GT(t.inter_node_bytes, 0.0);
+  EXPECT_LE(e.nranks, 4);
+  EXPECT_EQ(e.inter_node_bytes, 0.0);
+  EXPECT_LT(e.joules, t.joules);
+  EXPECT_GT(e.time, t.time);
+  tsr_energy_profile_destroy(&costly);
+}
+
+TEST(GemmEnergy, BadObjectivesAndProfilesAreRefused) {
+  energy_plan::Profile prof;
+  tsr_gemm_problem p = energy_plan::problem(prof.h, 4, 2, static_cast<tsr_objective>(3));
+  tsr_gemm_plan plan;
+  EXPECT_EQ(tsr_gemm_plan_create(&p, &plan), TSR_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(tsr_last_error(nullptr)).find("'objective'"), std::string::npos) << tsr_last_error(nullptr);
+  p.objective = TSR_OBJECTIVE_EDP;
+  p.ranks_per_node = -1;
+  EXPECT_EQ(tsr_gemm_plan_create(&p, &plan), TSR_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(tsr_last_error(nullptr)).find("'ranks_per_node'"), std::string::npos);
+  p.ranks_per_node = 2;
+  int fake = 0;
+  p.profile = reinterpret_cast<tsr_energy_profile>(&fake);
+  EXPECT_EQ(tsr_gemm_plan_create(&p, &plan), TSR_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(tsr_last_error(nullptr)).find("'profile'"), std::string::npos);
+  size_t n = 0;
+  EXPECT_EQ(tsr_gemm_plan_candidates(&p, nullptr, 0, &n), TSR_ERR_INVALID_ARG);
+  p.profile = prof.h;
+  EXPECT_EQ(tsr_gemm_plan_candidates(&p, nullptr, 5, &n), TSR_ERR_INVALID_ARG);
+  EXPECT_EQ(tsr_gemm_plan_candidates(&p, nullptr, 0, nullptr), TSR_ERR_INVALID_ARG);
+  // A problem from a 0.1 header (smaller size) plans by time.
+  tsr_gemm_problem old = energy_plan::problem(prof.h, 4, 2, TSR_OBJECTIVE_ENERGY);
+  old.size = offsetof(tsr_gemm_problem, objective);
+  ASSERT_EQ(tsr_gemm_plan_create(&old, &plan), TSR_SUCCESS);
+  EXPECT_EQ(plan.objective, TSR_OBJECTIVE_TIME);
+  // A malformed static figure is refused with its key.
+  tsr_energy_profile bad = nullptr;
+  EXPECT_EQ(tsr_energy_profile_parse(R"({"static": {"watts_per_rank": -1}})", &bad), TSR_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(tsr_last_error(nullptr)).find("static.watts_per_rank"), std::string::npos)
+      << tsr_last_error(nullptr);
 }
