@@ -7,8 +7,9 @@
 // Sizes are MiB in total over all ranks: one float32 array cut into balanced
 // shards, one per rank. Each repetition runs the variants back to back in a
 // rotated order (so that none always follows another), each on its own file:
-//   mpiio        MPI_File_open, MPI_File_write_at_all of the rank's contiguous
-//                part, MPI_File_sync, close (what any MPI code would do)
+//   mpiio        MPI_File_open of a new file, MPI_File_write_at_all of the
+//                rank's contiguous part, MPI_File_sync, close (what any MPI
+//                code would do)
 //   mpiio-nosync the same without MPI_File_sync
 //   ckpt         tsr_checkpoint_create / put_shard / commit (flush, rename,
 //                directory flush)
@@ -166,6 +167,9 @@ int main(int argc, char** argv) {
         const std::string path = dir + "/bench_ckpt_" + names[v];
         const bool sync = v == 0 || v == 2;
         if (v < 2) {
+          // A new file, as a checkpoint writes (not blocks already allocated).
+          MPI_Barrier(MPI_COMM_WORLD);
+          if (g_rank == 0) std::remove(path.c_str());
           tw[v].push_back(timed([&] {
             MPI_File fh;
             MPI_Status st;
