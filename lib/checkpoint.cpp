@@ -674,6 +674,18 @@ const Value* find_attr(const tsr_checkpoint_s& c, const char* key, tsr_attr_kind
   return &it->second;
 }
 
+// A numeric attribute (int64_t for TSR_ATTR_INT64, double for TSR_ATTR_DOUBLE).
+template <class T>
+tsr_status get_number(tsr_checkpoint c, const char* key, tsr_attr_kind kind, T* value) {
+  TSR_TRY(check_ckpt(c));
+  TSR_CHECK_NOT_NULL(value);
+  TSR_TRY(check_mode(*c, false));
+  tsr_status st = TSR_SUCCESS;
+  const Value* v = find_attr(*c, key, kind, &st);
+  if (v) *value = kind == TSR_ATTR_INT64 ? static_cast<T>(v->i) : static_cast<T>(v->d);
+  return st;
+}
+
 // ----------------------------------------------------------------- commit
 tsr_status commit(tsr_checkpoint c) {
   TSR_TRY(check_ckpt(c));
@@ -907,29 +919,11 @@ tsr_status tsr_checkpoint_attr_info(tsr_checkpoint ckpt, int index, const char**
 }
 
 tsr_status tsr_checkpoint_get_int(tsr_checkpoint ckpt, const char* key, int64_t* value) {
-  tsr_status st = [&]() -> tsr_status {
-    TSR_TRY(tsr::check_ckpt(ckpt));
-    TSR_CHECK_NOT_NULL(value);
-    TSR_TRY(tsr::check_mode(*ckpt, false));
-    tsr_status s = TSR_SUCCESS;
-    const tsr::io::Value* v = tsr::find_attr(*ckpt, key, TSR_ATTR_INT64, &s);
-    if (v) *value = v->i;
-    return s;
-  }();
-  return finish(tsr::ctx_of(ckpt), "tsr_checkpoint_get_int", st);
+  return finish(tsr::ctx_of(ckpt), "tsr_checkpoint_get_int", tsr::get_number(ckpt, key, TSR_ATTR_INT64, value));
 }
 
 tsr_status tsr_checkpoint_get_double(tsr_checkpoint ckpt, const char* key, double* value) {
-  tsr_status st = [&]() -> tsr_status {
-    TSR_TRY(tsr::check_ckpt(ckpt));
-    TSR_CHECK_NOT_NULL(value);
-    TSR_TRY(tsr::check_mode(*ckpt, false));
-    tsr_status s = TSR_SUCCESS;
-    const tsr::io::Value* v = tsr::find_attr(*ckpt, key, TSR_ATTR_DOUBLE, &s);
-    if (v) *value = v->d;
-    return s;
-  }();
-  return finish(tsr::ctx_of(ckpt), "tsr_checkpoint_get_double", st);
+  return finish(tsr::ctx_of(ckpt), "tsr_checkpoint_get_double", tsr::get_number(ckpt, key, TSR_ATTR_DOUBLE, value));
 }
 
 tsr_status tsr_checkpoint_get_string(tsr_checkpoint ckpt, const char* key, char* buf, size_t len, size_t* needed) {
