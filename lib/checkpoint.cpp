@@ -127,7 +127,7 @@ tsr_status create(tsr_context ctx, const char* path, tsr_ckpt_format format, int
   TSR_TRY(check_context(ctx));
   const Comm& w = *ctx->world;
   auto local = [&]() -> tsr_status {
-    TSR_CHECK_NOT_NULL(out);
+    if (out == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument 'ckpt' is NULL");
     *out = nullptr;
     TSR_CHECK_NOT_NULL(path);
     if (*path == '\0') return fail(TSR_ERR_INVALID_ARG, "argument 'path' is empty");
@@ -164,7 +164,7 @@ tsr_status open(tsr_context ctx, const char* path, tsr_checkpoint* out) {
   TSR_TRY(check_context(ctx));
   const Comm& w = *ctx->world;
   auto local = [&]() -> tsr_status {
-    TSR_CHECK_NOT_NULL(out);
+    if (out == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument 'ckpt' is NULL");
     *out = nullptr;
     TSR_CHECK_NOT_NULL(path);
     return TSR_SUCCESS;
