@@ -179,9 +179,11 @@ tsr_status prepare(const tsr_gemm_options* opt, tsr_trans ta, tsr_trans tb, doub
     return reserve(ctx, work_bytes(*call));
   };
   const tsr_status st = local();
-  const uint64_t same = digest({static_cast<int64_t>(o.algo), ta, tb, m, n, k, bits(alpha), bits(beta), o.panel,
-                                o.overlap ? 1 : 0});
-  return agree(*ctx->world, st, st == TSR_SUCCESS ? &same : nullptr);
+  return agree(*ctx->world, st,
+               std::vector<Same>{{"algo", o.algo}, {"transa", ta}, {"transb", tb}, {"m (the rows of C)", m, true},
+                                 {"n (the columns of C)", n, true}, {"k (the inner size)", k, true},
+                                 {"alpha", bits(alpha), true}, {"beta", bits(beta), true}, {"options->panel", o.panel},
+                                 {"options->overlap", o.overlap ? 1 : 0}});
 }
 
 namespace {

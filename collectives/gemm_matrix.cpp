@@ -370,10 +370,13 @@ tsr_status create(tsr_grid grid, int64_t m, int64_t n, tsr_dtype type, const tsr
     out.reset(new (std::nothrow) tsr_matrix_s());
     if (!out) st = fail(TSR_ERR_NO_MEMORY, "allocating a matrix descriptor");
   }
-  const uint64_t same = st == TSR_SUCCESS ? digest({m, n, type, layout->row_dim, layout->col_dim, layout->sub_dim,
-                                                    layout->row_block, layout->col_block})
-                                          : 0;
-  TSR_TRY(agree(*ctx->world, st, st == TSR_SUCCESS ? &same : nullptr));
+  const bool ok = st == TSR_SUCCESS;
+  TSR_TRY(agree(*ctx->world, st,
+                std::vector<Same>{{"m", m}, {"n", n}, {"type", type}, {"layout->row_dim", ok ? layout->row_dim : 0},
+                                  {"layout->col_dim", ok ? layout->col_dim : 0},
+                                  {"layout->sub_dim", ok ? layout->sub_dim : 0},
+                                  {"layout->row_block", ok ? layout->row_block : 0},
+                                  {"layout->col_block", ok ? layout->col_block : 0}}));
   out->grid = grid;
   out->pub = *layout;
   out->dist = std::move(d);
@@ -405,7 +408,8 @@ tsr_status root_move(tsr_matrix mat, int root, const void* from, void* to, int64
       return fail(TSR_ERR_INVALID_ARG, "arguments 'global' and 'local' overlap");
     return TSR_SUCCESS;
   };
-  const uint64_t same = digest({root, d.m, d.n, d.type, to_root ? 1 : 0});
+  const std::vector<Same> same{{"root", root}, {"mat (its global size)", d.m * 65537 + d.n, true},
+                               {"mat (its type)", d.type, true}, {"the call (scatter or gather)", to_root ? 1 : 0, true}};
   tsr_status st = local();
   const Dist r = st == TSR_SUCCESS ? root_dist(ctx, root, d.m, d.n, d.type, ldg) : Dist();
   Redist plan;
@@ -413,7 +417,7 @@ tsr_status root_move(tsr_matrix mat, int root, const void* from, void* to, int64
     plan = to_root ? plan_redistribution(d, 0, 0, r, 0, 0, d.m, d.n) : plan_redistribution(r, 0, 0, d, 0, 0, d.m, d.n);
     st = reserve(ctx, plan.bytes());
   }
-  TSR_TRY(agree(*ctx->world, st, st == TSR_SUCCESS ? &same : nullptr));
+  TSR_TRY(agree(*ctx->world, st, same));
   Arena arena(ctx);
   return run_redistribution(plan, from, to, arena);
 }
@@ -519,14 +523,16 @@ tsr_status tsr_matrix_redistribute(tsr_matrix src, const void* sbuf, tsr_matrix 
         return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'sbuf' and 'dbuf' overlap");
       return TSR_SUCCESS;
     };
-    const uint64_t same = tsr::digest({s.m, s.n, s.type, d.m, d.n, d.type});
+    const std::vector<tsr::Same> same{{"src (its global size)", s.m * 65537 + s.n, true},
+                                      {"src (its type)", s.type, true}, {"dst (its global size)", d.m * 65537 + d.n, true},
+                                      {"dst (its type)", d.type, true}};
     tsr_status lst = local();
     tsr::gemm::Redist plan;
     if (lst == TSR_SUCCESS) {
       plan = tsr::gemm::plan_redistribution(s, 0, 0, d, 0, 0, s.m, s.n);
       lst = tsr::gemm::reserve(s.ctx, plan.bytes());
     }
-    TSR_TRY(tsr::agree(*s.ctx->world, lst, lst == TSR_SUCCESS ? &same : nullptr));
+    TSR_TRY(tsr::agree(*s.ctx->world, lst, same));
     tsr::gemm::Arena arena(s.ctx);
     return tsr::gemm::run_redistribution(plan, sbuf, dbuf, arena);
   }();

@@ -251,16 +251,21 @@ tsr_status pxgemm(const char* transa, const char* transb, const int* m, const in
     return TSR_SUCCESS;
   };
   const tsr_status st = local();
-  uint64_t same = 0;
+  std::vector<Same> same;
   if (st == TSR_SUCCESS) {
     double al = static_cast<double>(*alpha), be = static_cast<double>(*beta);
     int64_t abits = 0, bbits = 0;
     std::memcpy(&abits, &al, 8);
     std::memcpy(&bbits, &be, 8);
-    same = digest({ta, tb, *m, *n, *k, abits, bbits, *ia, *ja, *ib, *jb, *ic, *jc, desca[2], desca[3], descb[2],
-                   descb[3], descc[2], descc[3], desca[4], desca[5], descb[4], descb[5], descc[4], descc[5]});
+    same = {{"transa", ta},      {"transb", tb},       {"m", *m},   {"n", *n},   {"k", *k},   {"alpha", abits, true},
+            {"beta", bbits, true}, {"ia", *ia},        {"ja", *ja}, {"ib", *ib}, {"jb", *jb}, {"ic", *ic},
+            {"jc", *jc},         {"desca[2] (M_A)", desca[2]}, {"desca[3] (N_A)", desca[3]},
+            {"descb[2] (M_B)", descb[2]}, {"descb[3] (N_B)", descb[3]}, {"descc[2] (M_C)", descc[2]},
+            {"descc[3] (N_C)", descc[3]}, {"desca[4] (MB_A)", desca[4]}, {"desca[5] (NB_A)", desca[5]},
+            {"descb[4] (MB_B)", descb[4]}, {"descb[5] (NB_B)", descb[5]}, {"descc[4] (MB_C)", descc[4]},
+            {"descc[5] (NB_C)", descc[5]}};
   }
-  TSR_TRY(agree(*ctx->world, st, st == TSR_SUCCESS ? &same : nullptr));
+  TSR_TRY(agree(*ctx->world, st, same));
 
   // The BLACS grid over the cached context: context rank = prow*npcol + pcol.
   std::vector<int> rank_of(static_cast<size_t>(g.nprow * g.npcol));

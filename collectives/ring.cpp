@@ -367,7 +367,8 @@ tsr_status tsr_ring_exchange(tsr_ring ring, const tsr_ring_buffer* buffers, int 
     }();
     if (local == TSR_SUCCESS)
       for (int i = 0; i < nbuffers; ++i) same = tsr::digest({buffers[i].type, buffers[i].mode}, same);
-    TSR_TRY(tsr::agree(c, local, &same));
+    TSR_TRY(tsr::agree(c, local, std::vector<tsr::Same>{{"nbuffers", nbuffers},
+                                                         {"buffers[i].type or .mode", static_cast<int64_t>(same & 0x7fffffffffffffffull), true}}));
     // Everyone's counts (control traffic), then the slots.
     const size_t nb = static_cast<size_t>(nbuffers);
     std::vector<int64_t> mine(nb + 1, 0), all((nb + 1) * static_cast<size_t>(p), 0);

@@ -46,15 +46,6 @@ constexpr size_t kWords = sizeof(tsr_counters) / sizeof(uint64_t);
 constexpr size_t kXWords = sizeof(tsr_region_extra) / sizeof(uint64_t);
 static_assert(sizeof(tsr_region_extra) % sizeof(uint64_t) == 0, "tsr_region_extra must be a uint64_t array");
 
-uint64_t fnv(uint64_t h, const std::string& s) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  h ^= 0xff;
-  return h * 1099511628211ull;
-}
-
 tsr_status check_profile(tsr_energy_profile p) {
   if (p == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument 'profile' is NULL");
   if (p->magic != tsr_energy_profile_s::kMagic)
@@ -175,8 +166,11 @@ tsr_status start(tsr_context ctx, const tsr_energy_config* cfg) {
   if (local == TSR_SUCCESS && ctx->ledger.open_regions() > 0)
     local = fail(TSR_ERR_STATE, "%zu region(s) are open: tsr_energy_start needs every region but \"total\" closed, so "
                  "that meters see whole regions", ctx->ledger.open_regions());
-  const uint64_t digest = fnv(fnv(static_cast<uint64_t>(meters) * 31u + static_cast<uint64_t>(matrix), root), lib);
-  TSR_TRY(agree(*ctx->world, local, &digest));
+  TSR_TRY(agree(*ctx->world, local,
+                std::vector<Same>{{"config->meters", meters},
+                                  {"config->comm_matrix", matrix ? 1 : 0},
+                                  {"config->powercap_root", hash_bytes(root.data(), root.size()), true},
+                                  {"config->nvml_library", hash_bytes(lib.data(), lib.size()), true}}));
 
   ContextEnergy& e = energy_of(ctx);
   if (!e.leader_known) {

@@ -122,6 +122,23 @@ tsr_status agree(const Comm& c, tsr_status local, const uint64_t* same = nullptr
 // The same on a bare MPI communicator; charges `ledger` if not null.
 tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local, const uint64_t* same = nullptr);
 
+// A named argument that must be the same on every rank: its header name and
+// its value (or, with hashed set, a digest of an array or string: the
+// message then gives no values).
+struct Same {
+  const char* name;
+  int64_t value;
+  bool hashed = false;
+};
+// agree() on the digest of `args`; where they differ, every rank gets
+// TSR_ERR_INVALID_ARG naming the first argument that differs, its smallest
+// and largest value and this rank's (one more all-reduce of 2*args.size()
+// int64, control traffic, only on that failure path).
+tsr_status agree(const Comm& c, tsr_status local, const std::vector<Same>& args);
+tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local, const std::vector<Same>& args);
+// A value for Same: a digest of bytes (strings, arrays of a fixed type).
+int64_t hash_bytes(const void* p, size_t n, uint64_t h = 1469598103934665603ull);
+
 // The modelled wire traffic of a collective (WireModel, model_*) is declared
 // in wire_model.hpp, included above.
 

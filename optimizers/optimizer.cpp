@@ -84,17 +84,14 @@ tsr_status create(tsr_context ctx, tsr_opt_preset preset, tsr_opt_dist dist, tsr
   }
   if (out != nullptr) *out = nullptr;
   Hash h;
-  h.add(static_cast<uint64_t>(preset));
-  h.add(static_cast<uint64_t>(dist));
-  h.add(static_cast<uint64_t>(type));
-  h.add(static_cast<uint64_t>(ngroups));
   if (local == TSR_SUCCESS)
     for (size_t g = 0; g < ngroups; ++g) h.add(static_cast<uint64_t>(sizes[g]));
-  uint64_t same = h.h;
-  tsr_status st = agree(world, local, &same);
-  if (st == TSR_ERR_INVALID_ARG && local == TSR_SUCCESS && pending_message().rfind("arguments differ", 0) == 0)
-    st = fail(TSR_ERR_INVALID_ARG, "the preset, distribution, parameter type or group sizes differ across the %d "
-              "ranks; every rank must pass the same", world.size());
+  tsr_status st = agree(world, local,
+                        std::vector<Same>{{"preset", preset},
+                                          {"dist", dist},
+                                          {"param_type", type},
+                                          {"ngroups", static_cast<int64_t>(ngroups)},
+                                          {"group_sizes", static_cast<int64_t>(h.h & 0x7fffffffffffffffull), true}});
   TSR_TRY(st);
 
   // Build it (allocation failures are agreed on below).
@@ -550,10 +547,8 @@ class Stepper {
 
 // Local checks of a step, the learning rates, and the digest every rank must share.
 tsr_status prepare_step(tsr_optimizer_s& o, const void* params, const void* grads, size_t count, int64_t t,
-                        uint64_t* digest) {
-  Hash h;
-  h.add(static_cast<uint64_t>(t));
-  h.add(static_cast<uint64_t>(o.n));
+                        std::vector<Same>* same) {
+  Hash h;  // the schedule's values
   if (count == TSR_COUNT_INVALID)
     return fail(TSR_ERR_SHAPE, "argument 'count' is TSR_COUNT_INVALID: the caller found a size error on this rank");
   if (count != o.n)
@@ -590,8 +585,11 @@ tsr_status prepare_step(tsr_optimizer_s& o, const void* params, const void* grad
     o.hyper_digest = hp.h;
     o.hyper_dirty = false;
   }
-  h.add(o.hyper_digest);
-  *digest = h.h;
+  *same = {{"the step number (steps taken or loaded, plus one)", t},
+           {"a hyperparameter (tsr_optimizer_set_param, _set_group_param)",
+            static_cast<int64_t>(o.hyper_digest & 0x7fffffffffffffffull), true},
+           {"a learning rate of the schedule (tsr_optimizer_set_schedule)",
+            static_cast<int64_t>(h.h & 0x7fffffffffffffffull), true}};
   return TSR_SUCCESS;
 }
 
@@ -600,13 +598,10 @@ tsr_status step(tsr_optimizer opt, void* params, void* grads, size_t count) {
   tsr_optimizer_s& o = *opt;
   const Comm& world = *o.ctx->world;
   const int64_t t = o.step + 1;
-  uint64_t digest = 0;
+  std::vector<Same> same;
   std::vector<double> lr_before = o.lr;
-  const tsr_status local = prepare_step(o, params, grads, count, t, &digest);
-  tsr_status st = agree(world, local, &digest);
-  if (st == TSR_ERR_INVALID_ARG && local == TSR_SUCCESS && pending_message().rfind("arguments differ", 0) == 0)
-    st = fail(TSR_ERR_INVALID_ARG, "the step count, hyperparameters or schedule values differ across the %d ranks "
-              "(step %lld); every rank must set the same", world.size(), static_cast<long long>(t));
+  const tsr_status local = prepare_step(o, params, grads, count, t, &same);
+  tsr_status st = agree(world, local, same);
   if (st != TSR_SUCCESS) {
     o.lr = lr_before;
     return st;

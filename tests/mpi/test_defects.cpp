@@ -1,0 +1,115 @@
+// Regression tests for the defects of issue 15 (found by trying every public
+// function with bad input), through the public C API only. Each test failed
+// before its fix: a hang (the watchdog below ends it), a wrong status on some
+// rank, a message that did not name the argument, or counted traffic.
+//
+// A watchdog (alarm) ends the process with SIGALRM if a test hangs, so that a
+// call that leaves the ranks blocked fails fast instead of at the CTest
+// timeout.
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tessera/tessera.h"
+#include "tsr_test.hpp"
+
+namespace {
+
+using tsr_test::contains;
+using tsr_test::world_rank;
+using tsr_test::world_size;
+
+// Re-armed at every test start: 30 s per test at most.
+class Watchdog : public ::testing::EmptyTestEventListener {
+  void OnTestStart(const ::testing::TestInfo&) override { alarm(30); }
+  void OnTestEnd(const ::testing::TestInfo&) override { alarm(0); }
+};
+const bool g_watchdog = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new Watchdog);
+  return true;
+}();
+
+int last() { return world_size() - 1; }
+
+// ------------------------------------------------------------- defect 7
+// Messages name the argument that differs across ranks, and a count beyond
+// INT_MAX on one rank is UNSUPPORTED naming 'count' (and the rank elsewhere).
+TEST(Defect7, DifferingArgumentsAreNamed) {
+  tsr_test::Ctx ctx;
+  tsr_grid grid = nullptr;
+  const int dims[3] = {world_size(), 1, 1};
+  ASSERT_EQ(tsr_grid_create(ctx, TSR_GRID_1D, dims, &grid), TSR_SUCCESS) << tsr_last_error(ctx);
+  std::vector<double> a(8, 1.0), b(8 * world_size(), 0.0);
+  if (world_size() > 1) {
+    const size_t count = world_rank() == last() ? 3 : 4;
+    EXPECT_EQ(tsr_allreduce(grid, TSR_AXIS_ALL, a.data(), b.data(), count, TSR_FLOAT64, TSR_SUM), TSR_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(tsr_last_error(ctx), "argument 'count' differs across")) << tsr_last_error(ctx);
+    EXPECT_TRUE(contains(tsr_last_error(ctx), "from 3 to 4")) << tsr_last_error(ctx);
+    EXPECT_EQ(tsr_bcast(grid, TSR_AXIS_ALL, a.data(), 4, TSR_FLOAT64, world_rank() == 0 ? 1 : 0), TSR_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(tsr_last_error(ctx), "argument 'root' differs across")) << tsr_last_error(ctx);
+    EXPECT_EQ(tsr_allgather(grid, TSR_AXIS_ALL, a.data(), 2, b.data(), world_rank() == 0 ? TSR_FLOAT64 : TSR_INT64),
+              TSR_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(tsr_last_error(ctx), "argument 'type' differs across")) << tsr_last_error(ctx);
+    EXPECT_EQ(tsr_energy_start(ctx, nullptr), TSR_SUCCESS);
+    EXPECT_EQ(tsr_energy_stop(ctx), TSR_SUCCESS);
+  }
+  // count > INT_MAX on one rank: UNSUPPORTED everywhere, the message names 'count' and the rank.
+  const size_t big = static_cast<size_t>(INT_MAX) + 1;
+  EXPECT_EQ(tsr_allreduce(grid, TSR_AXIS_ALL, a.data(), b.data(), world_rank() == last() ? big : 4, TSR_FLOAT64,
+                          TSR_SUM),
+            TSR_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(tsr_last_error(ctx), "argument 'count' = " + std::to_string(big))) << tsr_last_error(ctx);
+  if (world_rank() != last()) {
+    EXPECT_TRUE(contains(tsr_last_error(ctx), "rank " + std::to_string(last()) + " failed")) << tsr_last_error(ctx);
+  }
+  EXPECT_EQ(tsr_grid_destroy(&grid), TSR_SUCCESS);
+}
+
+TEST(Defect7, RingExchangeAndAttentionNameTheArgument) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  tsr_test::Ctx ctx;
+  tsr_ring ring = nullptr;
+  ASSERT_EQ(tsr_ring_create_comm(ctx, MPI_COMM_WORLD, &ring), TSR_SUCCESS) << tsr_last_error(ctx);
+  std::vector<float> x(4, 1.f);
+  tsr_ring_buffer bufs[2] = {{x.data(), 2, TSR_FLOAT32, TSR_RING_CIRCULATE}, {x.data() + 2, 2, TSR_FLOAT32, TSR_RING_CIRCULATE}};
+  auto fn = [](const tsr_ring_step*, void*) -> tsr_status { return TSR_SUCCESS; };
+  EXPECT_EQ(tsr_ring_exchange(ring, bufs, world_rank() == last() ? 1 : 2, fn, nullptr), TSR_ERR_INVALID_ARG);
+  EXPECT_TRUE(contains(tsr_last_error(ctx), "argument 'nbuffers' differs across")) << tsr_last_error(ctx);
+  EXPECT_EQ(tsr_ring_destroy(&ring), TSR_SUCCESS);
+}
+
+TEST(Defect7, MatricesScatterAndGemmNameTheArgument) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  tsr_test::Ctx ctx;
+  tsr_grid grid = nullptr;
+  const int dims[3] = {world_size(), 1, 1};
+  ASSERT_EQ(tsr_grid_create(ctx, TSR_GRID_1D, dims, &grid), TSR_SUCCESS) << tsr_last_error(ctx);
+  const tsr_layout lay = {TSR_DIM_I, TSR_DIM_NONE, TSR_DIM_NONE, 0, 0};
+  tsr_matrix m = nullptr;
+  EXPECT_EQ(tsr_matrix_create(grid, 8, world_rank() == last() ? 5 : 4, TSR_FLOAT64, &lay, 0, &m), TSR_ERR_INVALID_ARG);
+  EXPECT_TRUE(contains(tsr_last_error(ctx), "argument 'n' differs across")) << tsr_last_error(ctx);
+  ASSERT_EQ(tsr_matrix_create(grid, 8, 4, TSR_FLOAT64, &lay, 0, &m), TSR_SUCCESS) << tsr_last_error(ctx);
+  std::vector<double> global(32, 1.0), local(32, 0.0);
+  EXPECT_EQ(tsr_matrix_scatter(m, world_rank() == 0 ? 1 : 0, global.data(), 8, local.data()), TSR_ERR_INVALID_ARG);
+  EXPECT_TRUE(contains(tsr_last_error(ctx), "argument 'root' differs across")) << tsr_last_error(ctx);
+  tsr_matrix sq = nullptr;
+  ASSERT_EQ(tsr_matrix_create(grid, 8, 8, TSR_FLOAT64, &lay, 0, &sq), TSR_SUCCESS) << tsr_last_error(ctx);
+  std::vector<double> x(64, 1.0), y(64, 1.0), z(64, 0.0);
+  EXPECT_EQ(tsr_gemm(TSR_GEMM_AUTO, TSR_NOTRANS, TSR_NOTRANS, world_rank() == 0 ? 1.0 : 2.0, sq, x.data(), sq,
+                     y.data(), 0.0, sq, z.data()),
+            TSR_ERR_INVALID_ARG);
+  EXPECT_TRUE(contains(tsr_last_error(ctx), "argument 'alpha' differs across")) << tsr_last_error(ctx);
+  EXPECT_EQ(tsr_matrix_destroy(&sq), TSR_SUCCESS);
+  EXPECT_EQ(tsr_matrix_destroy(&m), TSR_SUCCESS);
+  EXPECT_EQ(tsr_grid_destroy(&grid), TSR_SUCCESS);
+}
+
+}  // namespace
