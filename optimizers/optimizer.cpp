@@ -221,7 +221,15 @@ class Stepper {
   Stepper(tsr_optimizer_s& o, void* params, void* grads, int64_t t)
       : o_(o), world_(*o.ctx->world), params_(params), grads_(grads), t_(t), ng_(o.ngroups()) {}
 
+  // The whole step: check(), then apply().
   tsr_status run() {
+    TSR_TRY(check());
+    return apply();
+  }
+
+  // Steps 1-3: gradients in, the norms, the clip factor; TSR_ERR_NUMERIC
+  // (nothing changed) where a norm is not finite.
+  tsr_status check() {
     o_.passes = 0;
     o_.norm_allreduces = 0;
     o_.step_bytes = 0;
@@ -266,7 +274,7 @@ class Stepper {
       else pass_a(0, o_.items.size(), true);
     }
     o_.passes = 1;
-    double gs = scale_;
+    gs_ = scale_;
     if (norm_first) {
       // Per-group sums of G^2, assembled over the ranks (L float64).
       std::vector<double> g2s(ng_, 0.0);
@@ -276,8 +284,8 @@ class Stepper {
         o_.norm_allreduces += 1;
       }
       TSR_TRY(clip_from(g2s, 1));
-      gs = scale_ * o_.clip;
-      coefs(gs);
+      gs_ = scale_ * o_.clip;
+      coefs(gs_);
       pass_a(0, o_.items.size(), true, false);  // the gradient norm is known: skip plain groups
       o_.passes += 1;
     }
@@ -296,7 +304,7 @@ class Stepper {
     }
     if (!norm_first) {
       TSR_TRY(clip_from(sums_, 3));
-      gs = scale_ * o_.clip;
+      gs_ = scale_ * o_.clip;
     }
     for (size_t g = 0; g < ng_; ++g)
       if (adapt_[g] && !(std::isfinite(sums_[3 * g + 1]) && std::isfinite(sums_[3 * g + 2])))
@@ -306,7 +314,7 @@ class Stepper {
     // 3. Pass A ran at clip factor 1 but clipping scales: LAMB needs the
     // update norms at the clipped scale (LARS gets them from the sums).
     if (!norm_first && o_.clip != 1.0 && lamb_) {
-      coefs(gs);
+      coefs(gs_);
       pass_a(0, o_.items.size(), false);
       o_.passes += 1;
       usums_.assign(ng_, 0.0);
@@ -321,8 +329,14 @@ class Stepper {
       }
     }
 
+    return TSR_SUCCESS;
+  }
+
+  // Steps 4-5, after check() succeeded: the update, and the parameters to
+  // every rank.
+  tsr_status apply() {
     // 4. Ratios and pass B.
-    ratios(gs);
+    ratios(gs_);
     pass_b();
     o_.passes += 1;
 
@@ -355,9 +369,6 @@ class Stepper {
     va_start(ap, fmt);
     std::vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    o_.last_skipped = true;
-    o_.skipped += 1;
-    o_.clip = 1.0;
     return fail(TSR_ERR_NUMERIC, "step %lld skipped: %s; parameters, state and step count are unchanged",
                 static_cast<long long>(t_), why);
   }
@@ -536,7 +547,7 @@ class Stepper {
   const size_t ng_;
   size_t esize_ = 4;
   bool bf16_ = false, lamb_ = true;
-  double scale_ = 1;
+  double scale_ = 1, gs_ = 1;
   Bufs bufs_{};
   std::vector<char> adapt_;
   std::vector<LambCoef> lcoef_;
@@ -600,29 +611,43 @@ tsr_status step(tsr_optimizer opt, void* params, void* grads, size_t count) {
   const int64_t t = o.step + 1;
   std::vector<Same> same;
   std::vector<double> lr_before = o.lr;
-  const tsr_status local = prepare_step(o, params, grads, count, t, &same);
+  const double clip_before = o.clip, norm_before = o.grad_norm;
+  tsr_status local = prepare_step(o, params, grads, count, t, &same);
+  Stepper s(o, params, grads, t);
+  // Replicated steps decide locally whether the norms are finite (nothing is
+  // reduced): decide before the agreement, so that a non-finite value on one
+  // rank skips the step on every rank (no second agreement, no extra bytes).
+  const bool checked_first = o.dist == TSR_OPT_REPLICATED;
+  if (checked_first && local == TSR_SUCCESS) local = s.check();
   tsr_status st = agree(world, local, same);
-  if (st != TSR_SUCCESS) {
+  if (st == TSR_SUCCESS) {
+    if (o.dist == TSR_OPT_DATA_PARALLEL) {  // buckets follow TSR_OPT_BUCKET_BYTES
+      const size_t e = bucket_elems(o.hyper[0][TSR_OPT_BUCKET_BYTES], tsr_dtype_size(o.type));
+      if (e != o.bucket || o.bucket_first.empty()) {
+        o.bucket = e;
+        o.bucket_first.clear();
+        const size_t nb = o.n == 0 ? 0 : (o.n + e - 1) / e;
+        size_t i = 0;
+        for (size_t b = 0; b < nb; ++b) {
+          o.bucket_first.push_back(i);
+          while (i < o.items.size() && o.items[i].begin < (b + 1) * e) ++i;
+        }
+        o.bucket_first.push_back(o.items.size());
+      }
+    }
+    o.last_skipped = false;
+    st = checked_first ? s.apply() : s.run();
+  } else if (st != TSR_ERR_NUMERIC) {
     o.lr = lr_before;
+    o.clip = clip_before;
+    o.grad_norm = norm_before;
     return st;
   }
-  if (o.dist == TSR_OPT_DATA_PARALLEL) {  // buckets follow TSR_OPT_BUCKET_BYTES
-    const size_t e = bucket_elems(o.hyper[0][TSR_OPT_BUCKET_BYTES], tsr_dtype_size(o.type));
-    if (e != o.bucket || o.bucket_first.empty()) {
-      o.bucket = e;
-      o.bucket_first.clear();
-      const size_t nb = o.n == 0 ? 0 : (o.n + e - 1) / e;
-      size_t i = 0;
-      for (size_t b = 0; b < nb; ++b) {
-        o.bucket_first.push_back(i);
-        while (i < o.items.size() && o.items[i].begin < (b + 1) * e) ++i;
-      }
-      o.bucket_first.push_back(o.items.size());
-    }
+  if (st == TSR_ERR_NUMERIC) {  // skipped (on every rank): parameters, state and step count unchanged
+    o.last_skipped = true;
+    o.skipped += 1;
+    o.clip = 1.0;
   }
-  o.last_skipped = false;
-  Stepper s(o, params, grads, t);
-  st = s.run();
   if (st == TSR_SUCCESS) o.step = t;
   return st;
 }

@@ -39,6 +39,47 @@ const bool g_watchdog = [] {
 
 int last() { return world_size() - 1; }
 
+// ------------------------------------------------------------- defect 1
+// A non-finite gradient on one rank of a replicated optimizer skips the step
+// on every rank (the header's promise), so that the replicas never diverge.
+TEST(Defect1, ReplicatedNonFiniteOnOneRankSkipsEverywhere) {
+  tsr_test::Ctx ctx;
+  for (tsr_opt_preset preset : {TSR_PRESET_LAMB_APEX, TSR_PRESET_LARS_MLPERF}) {
+    const size_t sizes[2] = {40, 9};
+    const size_t n = 49;
+    tsr_optimizer opt = nullptr;
+    ASSERT_EQ(tsr_optimizer_create(ctx, preset, TSR_OPT_REPLICATED, TSR_FLOAT32, 2, sizes, &opt), TSR_SUCCESS)
+        << tsr_last_error(ctx);
+    std::vector<float> w(n), g(n);
+    for (size_t i = 0; i < n; ++i) w[i] = 0.5f + 0.01f * static_cast<float>(i), g[i] = 0.001f * static_cast<float>(i % 7);
+    ASSERT_EQ(tsr_optimizer_step(opt, w.data(), g.data(), n), TSR_SUCCESS) << tsr_last_error(ctx);
+    const std::vector<float> w1 = w;
+    std::vector<float> bad = g;
+    if (world_rank() == last()) bad[3] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_EQ(tsr_optimizer_step(opt, w.data(), bad.data(), n), TSR_ERR_NUMERIC) << tsr_last_error(ctx);
+    EXPECT_EQ(w, w1) << "parameters changed on a skipped step";
+    double steps = -1, skipped = -1, last_skipped = -1;
+    ASSERT_EQ(tsr_optimizer_query(opt, TSR_OPTQ_STEP, 0, &steps), TSR_SUCCESS);
+    ASSERT_EQ(tsr_optimizer_query(opt, TSR_OPTQ_SKIPPED, 0, &skipped), TSR_SUCCESS);
+    ASSERT_EQ(tsr_optimizer_query(opt, TSR_OPTQ_LAST_SKIPPED, 0, &last_skipped), TSR_SUCCESS);
+    EXPECT_EQ(steps, 1);
+    EXPECT_EQ(skipped, 1);
+    EXPECT_EQ(last_skipped, 1);
+    if (world_rank() != last() && world_size() > 1) {
+      EXPECT_TRUE(contains(tsr_last_error(ctx), "rank " + std::to_string(last()) + " failed")) << tsr_last_error(ctx);
+    }
+    // And the next good step runs everywhere.
+    EXPECT_EQ(tsr_optimizer_step(opt, w.data(), g.data(), n), TSR_SUCCESS) << tsr_last_error(ctx);
+    ASSERT_EQ(tsr_optimizer_query(opt, TSR_OPTQ_STEP, 0, &steps), TSR_SUCCESS);
+    EXPECT_EQ(steps, 2);
+    // The replicas are still equal: every rank holds rank 0's parameters.
+    std::vector<float> w0 = w;
+    MPI_Bcast(w0.data(), static_cast<int>(n), MPI_FLOAT, 0, MPI_COMM_WORLD);
+    EXPECT_EQ(0, std::memcmp(w0.data(), w.data(), n * sizeof(float)));
+    EXPECT_EQ(tsr_optimizer_destroy(&opt), TSR_SUCCESS);
+  }
+}
+
 // ------------------------------------------------------------- defect 7
 // Messages name the argument that differs across ranks, and a count beyond
 // INT_MAX on one rank is UNSUPPORTED naming 'count' (and the rank elsewhere).
