@@ -80,6 +80,31 @@ TEST(Defect1, ReplicatedNonFiniteOnOneRankSkipsEverywhere) {
   }
 }
 
+// ------------------------------------------------------------- defect 2
+// tsr_ring_create_comm with a NULL (or dead) context on one rank only: every
+// rank returns INVALID_ARG; none is left in an all-reduce on comm.
+TEST(Defect2, RingCreateCommBadContextOnOneRankFailsEverywhere) {
+  tsr_test::Ctx ctx;
+  tsr_ring ring = nullptr;
+  EXPECT_EQ(tsr_ring_create_comm(world_rank() == last() ? nullptr : ctx.ctx, MPI_COMM_WORLD, &ring),
+            TSR_ERR_INVALID_ARG);
+  EXPECT_EQ(ring, nullptr);
+  if (world_rank() != last()) {
+    EXPECT_TRUE(contains(tsr_last_error(ctx), "rank " + std::to_string(last()) + " failed")) << tsr_last_error(ctx);
+  } else {
+    EXPECT_TRUE(contains(tsr_last_error(nullptr), "'ctx'")) << tsr_last_error(nullptr);
+  }
+  // NULL output on one rank only.
+  EXPECT_EQ(tsr_ring_create_comm(ctx, MPI_COMM_WORLD, world_rank() == 0 ? nullptr : &ring), TSR_ERR_INVALID_ARG);
+  EXPECT_EQ(ring, nullptr);
+  // The communicator still works for the caller's own collectives afterwards.
+  int one = 1, sum = 0;
+  ASSERT_EQ(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(sum, world_size());
+  ASSERT_EQ(tsr_ring_create_comm(ctx, MPI_COMM_WORLD, &ring), TSR_SUCCESS) << tsr_last_error(ctx);
+  EXPECT_EQ(tsr_ring_destroy(&ring), TSR_SUCCESS);
+}
+
 // ------------------------------------------------------------- defect 7
 // Messages name the argument that differs across ranks, and a count beyond
 // INT_MAX on one rank is UNSUPPORTED naming 'count' (and the rank elsewhere).
