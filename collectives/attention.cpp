@@ -28,15 +28,7 @@ const char* layout_name(tsr_attn_layout l) {
 }
 
 // a*b*... without wrapping; false on overflow.
-bool mul(size_t* out, std::initializer_list<size_t> xs) {
-  size_t r = 1;
-  for (size_t x : xs) {
-    if (x != 0 && r > SIZE_MAX / x) return false;
-    r *= x;
-  }
-  *out = r;
-  return true;
-}
+bool mul(size_t* out, std::initializer_list<size_t> xs) { return checked_mul(out, xs); }
 
 // The shapes of one call, checked (see check_call).
 struct Shape {
@@ -817,6 +809,10 @@ tsr_status tsr_attn_merge(tsr_dtype type, size_t rows, size_t dim, void* o_a, vo
     if (type != TSR_FLOAT32 && type != TSR_FLOAT64)
       return tsr::fail(type == TSR_BFLOAT16 ? TSR_ERR_UNSUPPORTED : TSR_ERR_INVALID_ARG,
                        "argument 'type' = %d: the merge needs TSR_FLOAT32 or TSR_FLOAT64", static_cast<int>(type));
+    size_t elems = 0;
+    if (!tsr::checked_mul(&elems, {rows, dim, tsr_dtype_size(type)}))
+      return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'rows' = %zu and 'dim' = %zu: rows*dim elements overflow size_t",
+                       rows, dim);
     if (rows > 0) {
       TSR_CHECK_NOT_NULL(lse_a);
       TSR_CHECK_NOT_NULL(lse_b);

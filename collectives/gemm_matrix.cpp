@@ -361,7 +361,8 @@ tsr_status create(tsr_grid grid, int64_t m, int64_t n, tsr_dtype type, const tsr
     if (ld > 0 && ld < std::max<int64_t>(1, d.rows))
       st = fail(TSR_ERR_SHAPE, "argument 'ld' = %lld is smaller than this rank's %lld local rows",
                 static_cast<long long>(ld), static_cast<long long>(d.rows));
-    else if (d.rows * d.cols > static_cast<int64_t>(INT_MAX) || d.ld > static_cast<int64_t>(INT_MAX))
+    else if (d.rows > static_cast<int64_t>(INT_MAX) || d.cols > static_cast<int64_t>(INT_MAX) ||
+             d.rows * d.cols > static_cast<int64_t>(INT_MAX) || d.ld > static_cast<int64_t>(INT_MAX))
       st = fail(TSR_ERR_UNSUPPORTED, "this rank's local block of %lld x %lld (ld %lld) exceeds INT_MAX elements",
                 static_cast<long long>(d.rows), static_cast<long long>(d.cols), static_cast<long long>(d.ld));
   }
@@ -400,6 +401,12 @@ tsr_status root_move(tsr_matrix mat, int root, const void* from, void* to, int64
         return fail(TSR_ERR_INVALID_ARG, "argument 'ldg' = %lld is smaller than m = %lld", static_cast<long long>(ldg),
                     static_cast<long long>(d.m));
       if (global == nullptr && d.m > 0 && d.n > 0) return fail(TSR_ERR_INVALID_ARG, "argument 'global' is NULL on the root");
+      size_t span = 0;  // elements of the global matrix: ldg*(n-1) + m, checked
+      if (!checked_mul(&span, {static_cast<size_t>(ldg), static_cast<size_t>(std::max<int64_t>(0, d.n - 1)),
+                               tsr_dtype_size(d.type)}) ||
+          span > SIZE_MAX / 2)
+        return fail(TSR_ERR_INVALID_ARG, "argument 'ldg' = %lld: ldg*(n-1) elements overflow size_t",
+                    static_cast<long long>(ldg));
     }
     TSR_TRY(check_local(d, loc, "local"));
     if (ctx->rank == root && overlap(global, static_cast<size_t>(ldg * std::max<int64_t>(0, d.n - 1) + d.m) *

@@ -105,6 +105,50 @@ TEST(Defect2, RingCreateCommBadContextOnOneRankFailsEverywhere) {
   EXPECT_EQ(tsr_ring_destroy(&ring), TSR_SUCCESS);
 }
 
+// ------------------------------------------------------------- defect 4
+// Sizes whose byte counts overflow size_t fail with INVALID_ARG naming the
+// sizes, before anything is read or written (they crashed).
+TEST(Defect4, OverflowingSizesInTheLocalAttentionHelpers) {
+  std::vector<char> buf(64), out(64);
+  const size_t huge = SIZE_MAX / 4;
+  for (tsr_attn_layout l : {TSR_ATTN_LAYOUT_CONTIGUOUS, TSR_ATTN_LAYOUT_ZIGZAG, TSR_ATTN_LAYOUT_STRIPED}) {
+    EXPECT_EQ(tsr_attn_shard_extract(l, 8, 2, 0, buf.data(), out.data(), huge, 8), TSR_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(tsr_last_error(nullptr), "overflows")) << tsr_last_error(nullptr);
+    EXPECT_TRUE(contains(tsr_last_error(nullptr), "'outer'")) << tsr_last_error(nullptr);
+    EXPECT_EQ(tsr_attn_shard_insert(l, 8, 2, 1, buf.data(), out.data(), huge, 8), TSR_ERR_INVALID_ARG);
+    EXPECT_EQ(tsr_attn_shard_extract(l, 8, 2, 0, buf.data(), out.data(), 1, SIZE_MAX / 2), TSR_ERR_INVALID_ARG);
+    EXPECT_EQ(tsr_attn_permute(l, 8, 2, 0, buf.data(), out.data(), huge, 8), TSR_ERR_INVALID_ARG);
+    EXPECT_EQ(tsr_attn_permute(l, 8, 2, 1, buf.data(), out.data(), 2, SIZE_MAX / 8), TSR_ERR_INVALID_ARG);
+  }
+  std::vector<double> o(8), lse(8);
+  EXPECT_EQ(tsr_attn_merge(TSR_FLOAT64, huge, 8, o.data(), lse.data(), o.data(), lse.data()), TSR_ERR_INVALID_ARG);
+  EXPECT_TRUE(contains(tsr_last_error(nullptr), "'rows'")) << tsr_last_error(nullptr);
+  EXPECT_EQ(tsr_attn_merge(TSR_FLOAT32, 3, SIZE_MAX / 2, o.data(), lse.data(), o.data(), lse.data()),
+            TSR_ERR_INVALID_ARG);
+  // Zero-sized factors are fine whatever the others.
+  EXPECT_EQ(tsr_attn_permute(TSR_ATTN_LAYOUT_ZIGZAG, 8, 2, 0, nullptr, nullptr, 0, SIZE_MAX), TSR_SUCCESS);
+}
+
+// The same class in the matrix helpers: a leading dimension whose span
+// overflows size_t fails before the overlap test reads it.
+TEST(Defect4, OverflowingLeadingDimensionOfScatter) {
+  tsr_test::Ctx ctx;
+  tsr_grid grid = nullptr;
+  const int dims[3] = {world_size(), 1, 1};
+  ASSERT_EQ(tsr_grid_create(ctx, TSR_GRID_1D, dims, &grid), TSR_SUCCESS) << tsr_last_error(ctx);
+  const tsr_layout lay = {TSR_DIM_I, TSR_DIM_NONE, TSR_DIM_NONE, 0, 0};
+  tsr_matrix m = nullptr;
+  ASSERT_EQ(tsr_matrix_create(grid, 8, 4, TSR_FLOAT64, &lay, 0, &m), TSR_SUCCESS) << tsr_last_error(ctx);
+  std::vector<double> global(32, 1.0), local(32, 0.0);
+  EXPECT_EQ(tsr_matrix_scatter(m, 0, global.data(), INT64_MAX / 2, local.data()), TSR_ERR_INVALID_ARG);
+  if (world_rank() == 0) {
+    EXPECT_TRUE(contains(tsr_last_error(ctx), "'ldg'")) << tsr_last_error(ctx);
+  }
+  EXPECT_EQ(tsr_matrix_destroy(&m), TSR_SUCCESS);
+  EXPECT_EQ(tsr_grid_destroy(&grid), TSR_SUCCESS);
+}
+
+
 // ------------------------------------------------------------- defect 7
 // Messages name the argument that differs across ranks, and a count beyond
 // INT_MAX on one rank is UNSUPPORTED naming 'count' (and the rank elsewhere).
