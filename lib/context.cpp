@@ -120,7 +120,8 @@ tsr_status create(MPI_Comm comm, const tsr_context_config* config, tsr_context* 
     MPI_Comm_free(&dup);
     return mpi_fail(rc, "MPI_Comm_set_errhandler");
   }
-  tsr_status st = agree_raw(dup, nullptr, local);
+  // Settings that differ across ranks would give different node maps.
+  tsr_status st = agree_raw(dup, nullptr, local, std::vector<Same>{{"config->ranks_per_node", rpn}});
   if (st != TSR_SUCCESS) {
     MPI_Comm_free(&dup);
     return st;

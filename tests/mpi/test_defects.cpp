@@ -149,6 +149,21 @@ TEST(Defect4, OverflowingLeadingDimensionOfScatter) {
 }
 
 
+// ------------------------------------------------------------- defect 5
+// Context settings that differ across ranks would give different node maps:
+// every rank fails, naming the setting.
+TEST(Defect5, ContextSettingsDifferingAcrossRanks) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  tsr_context_config cfg = TSR_CONTEXT_CONFIG_INIT;
+  cfg.ranks_per_node = world_rank() == last() ? 1 : 2;
+  tsr_context ctx = nullptr;
+  EXPECT_EQ(tsr_context_create_ex(MPI_COMM_WORLD, &cfg, &ctx), TSR_ERR_INVALID_ARG);
+  EXPECT_EQ(ctx, nullptr);
+  EXPECT_TRUE(contains(tsr_last_error(nullptr), "argument 'config->ranks_per_node' differs across"))
+      << tsr_last_error(nullptr);
+  if (ctx != nullptr) tsr_context_destroy(&ctx);
+}
+
 // ------------------------------------------------------------- defect 7
 // Messages name the argument that differs across ranks, and a count beyond
 // INT_MAX on one rank is UNSUPPORTED naming 'count' (and the rank elsewhere).
