@@ -227,6 +227,9 @@ tsr_status stop(tsr_context ctx) {
 // ------------------------------------------------------------------ report
 tsr_status create_report(tsr_context ctx, tsr_energy_profile profile, int root, tsr_energy_report* out) {
   TSR_TRY(check_context(ctx));
+  // Snapshot first, before any agreement: the report's own traffic is not in it.
+  const std::map<std::string, tsr_counters> snap = ctx->ledger.snapshot();
+  const std::map<std::string, RegionExtra> snapx = ctx->ledger.snapshot_extra();
   tsr_status local = TSR_SUCCESS;
   Profile prof;
   if (out == nullptr) local = fail(TSR_ERR_INVALID_ARG, "argument 'report' is NULL");
@@ -248,9 +251,6 @@ tsr_status create_report(tsr_context ctx, tsr_energy_profile profile, int root, 
                 "ranks", root, prof.name.c_str());
   *out = nullptr;
 
-  // Snapshot first: the report's own traffic is not in it.
-  const std::map<std::string, tsr_counters> snap = ctx->ledger.snapshot();
-  const std::map<std::string, RegionExtra> snapx = ctx->ledger.snapshot_extra();
   std::vector<std::string> names;
   for (const auto& kv : snap) names.push_back(kv.first);
 

@@ -42,25 +42,21 @@ tsr_status check_region(tsr_report r, int region) {
 
 tsr_status create_report(tsr_context ctx, int root, tsr_report* out) {
   TSR_TRY(check_context(ctx));
-  tsr_status local = TSR_SUCCESS;
-  if (out == nullptr) local = fail(TSR_ERR_INVALID_ARG, "argument 'report' is NULL");
-  else if (root < 0 || root >= ctx->size)
-    local = fail(TSR_ERR_INVALID_ARG, "argument 'root' = %d; expected 0 <= root < %d", root, ctx->size);
-  TSR_TRY(agree(*ctx->world, local));
-  int roots[2] = {root, -root}, both[2];
-  const Comm& w = *ctx->world;
-  TSR_TRY(allreduce(w, roots, both, 2, TSR_INT32, TSR_MAX, nullptr, Traffic::control));
-  if (both[0] != -both[1])
-    return fail(TSR_ERR_INVALID_ARG, "argument 'root' differs across ranks (this rank: %d)", root);
-  *out = nullptr;
-
-  // Snapshot first, so that the report's own traffic is not in it.
+  // Snapshot first, before any agreement, so that the report's own traffic is not in it.
   std::vector<std::string> names;
   std::vector<tsr_counters> snap;
   for (const auto& kv : ctx->ledger.snapshot()) {
     names.push_back(kv.first);
     snap.push_back(kv.second);
   }
+
+  tsr_status local = TSR_SUCCESS;
+  if (out == nullptr) local = fail(TSR_ERR_INVALID_ARG, "argument 'report' is NULL");
+  else if (root < 0 || root >= ctx->size)
+    local = fail(TSR_ERR_INVALID_ARG, "argument 'root' = %d; expected 0 <= root < %d", root, ctx->size);
+  const Comm& w = *ctx->world;
+  TSR_TRY(agree(w, local, std::vector<Same>{{"root", root}}));
+  *out = nullptr;
 
   // Union of region paths: gather to root, root merges, broadcast back.
   std::string packed = join(names);

@@ -164,6 +164,31 @@ TEST(Defect5, ContextSettingsDifferingAcrossRanks) {
   if (ctx != nullptr) tsr_context_destroy(&ctx);
 }
 
+// ------------------------------------------------------------- defect 6
+// A report never counts its own traffic: right after a reset, the report's
+// counters of this rank are the ledger's (all zero), control traffic too.
+TEST(Defect6, ReportsDoNotCountTheirOwnTraffic) {
+  tsr_test::Ctx ctx;
+  ASSERT_EQ(tsr_counters_reset(ctx), TSR_SUCCESS);
+  tsr_report rep = nullptr;
+  ASSERT_EQ(tsr_report_create(ctx, 0, &rep), TSR_SUCCESS) << tsr_last_error(ctx);
+  tsr_counters mine;
+  ASSERT_EQ(tsr_report_rank_counters(rep, 0, world_rank(), &mine), TSR_SUCCESS);
+  EXPECT_TRUE(tsr_test::same(tsr_test::zero(), mine));
+  EXPECT_EQ(mine.control.bytes, 0u);
+  EXPECT_EQ(tsr_report_destroy(&rep), TSR_SUCCESS);
+  // The energy report: no control traffic line (it prints one when > 0).
+  ASSERT_EQ(tsr_counters_reset(ctx), TSR_SUCCESS);
+  tsr_energy_report er = nullptr;
+  ASSERT_EQ(tsr_energy_report_create(ctx, nullptr, 0, &er), TSR_SUCCESS) << tsr_last_error(ctx);
+  size_t need = 0;
+  ASSERT_EQ(tsr_energy_report_format(er, TSR_OUTPUT_TABLE, nullptr, 0, &need), TSR_SUCCESS) << tsr_last_error(ctx);
+  std::string text(need + 1, '\0');
+  ASSERT_EQ(tsr_energy_report_format(er, TSR_OUTPUT_TABLE, &text[0], text.size(), &need), TSR_SUCCESS);
+  EXPECT_FALSE(contains(text.c_str(), "control traffic")) << text;
+  EXPECT_EQ(tsr_energy_report_destroy(&er), TSR_SUCCESS);
+}
+
 // ------------------------------------------------------------- defect 7
 // Messages name the argument that differs across ranks, and a count beyond
 // INT_MAX on one rank is UNSUPPORTED naming 'count' (and the rank elsewhere).
