@@ -212,14 +212,15 @@ Machine machine_of(const tsr_gemm_machine& m) {
 }
 
 tsr_status plan_create(const tsr_gemm_problem* p, tsr_gemm_plan* plan) {
-  TSR_CHECK_NOT_NULL(p);
+  if (p == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument 'problem' is NULL");
   TSR_CHECK_NOT_NULL(plan);
   if (p->magic != TSR_GEMM_MAGIC || p->size < sizeof(tsr_gemm_problem))
     return fail(TSR_ERR_INVALID_ARG, "argument 'problem' is not initialised with TSR_GEMM_PROBLEM_INIT");
   if (p->m < 0 || p->n < 0 || p->k < 0)
     return fail(TSR_ERR_INVALID_ARG, "problem sizes m = %lld, n = %lld, k = %lld must be >= 0",
                 static_cast<long long>(p->m), static_cast<long long>(p->n), static_cast<long long>(p->k));
-  if (p->elem_size == 0) return fail(TSR_ERR_INVALID_ARG, "problem 'elem_size' must be > 0");
+  if (p->elem_size == 0 || p->elem_size > kMaxElemSize)
+    return fail(TSR_ERR_INVALID_ARG, "problem 'elem_size' = %zu; expected 1 .. %zu bytes", p->elem_size, kMaxElemSize);
   if (p->nranks < 1) return fail(TSR_ERR_INVALID_ARG, "problem 'nranks' = %d must be >= 1", p->nranks);
   if (p->algo < TSR_GEMM_AUTO || p->algo > TSR_GEMM_3D)
     return fail(TSR_ERR_INVALID_ARG, "problem 'algo' = %d is not a tsr_gemm_algo", static_cast<int>(p->algo));
@@ -506,8 +507,11 @@ tsr_status tsr_gemm_lower_bound(int64_t m, int64_t n, int64_t k, size_t elem_siz
   tsr_status st = [&]() -> tsr_status {
     TSR_CHECK_NOT_NULL(bytes);
     if (m < 0 || n < 0 || k < 0 || p < 1)
-      return tsr::fail(TSR_ERR_INVALID_ARG, "sizes must be >= 0 and p >= 1 (got %lld, %lld, %lld, p = %d)",
-                       static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), p);
+      return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'm', 'n', 'k' must be >= 0 and 'p' >= 1 (got %lld, %lld, %lld, "
+                       "p = %d)", static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), p);
+    if (elem_size == 0 || elem_size > tsr::gemm::kMaxElemSize)
+      return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'elem_size' = %zu; expected 1 .. %zu bytes", elem_size,
+                       tsr::gemm::kMaxElemSize);
     *bytes = tsr::gemm::lower_bound_words(m, n, k, p) * static_cast<double>(elem_size);
     return TSR_SUCCESS;
   }();

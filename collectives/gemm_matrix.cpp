@@ -381,6 +381,7 @@ tsr_status create(tsr_grid grid, int64_t m, int64_t n, tsr_dtype type, const tsr
   out->grid = grid;
   out->pub = *layout;
   out->dist = std::move(d);
+  grid->live_matrices += 1;
   *mat = out.release();
   return TSR_SUCCESS;
 }
@@ -449,6 +450,7 @@ tsr_status tsr_matrix_destroy(tsr_matrix* mat) {
     if (*mat == nullptr) return TSR_SUCCESS;
     TSR_TRY(tsr::gemm::check_matrix(*mat, "*mat"));
     (*mat)->magic = 0;
+    if ((*mat)->grid != nullptr) (*mat)->grid->live_matrices -= 1;
     delete *mat;
     *mat = nullptr;
     return TSR_SUCCESS;
@@ -459,19 +461,26 @@ tsr_status tsr_matrix_destroy(tsr_matrix* mat) {
 tsr_status tsr_matrix_local_size(tsr_matrix mat, int64_t* rows, int64_t* cols, int64_t* ld) {
   tsr_status st = [&]() -> tsr_status {
     TSR_TRY(tsr::gemm::check_matrix(mat, "mat"));
-    if (rows) *rows = mat->dist.rows;
-    if (cols) *cols = mat->dist.cols;
-    if (ld) *ld = mat->dist.ld;
+    TSR_CHECK_NOT_NULL(rows);
+    TSR_CHECK_NOT_NULL(cols);
+    TSR_CHECK_NOT_NULL(ld);
+    *rows = mat->dist.rows;
+    *cols = mat->dist.cols;
+    *ld = mat->dist.ld;
     return TSR_SUCCESS;
   }();
   return finish(tsr::gemm::ctx_of(mat), "tsr_matrix_local_size", st);
 }
 
-tsr_status tsr_matrix_global_index(tsr_matrix mat, int64_t lr, int64_t lc, int64_t* gr, int64_t* gc) {
+tsr_status tsr_matrix_global_index(tsr_matrix mat, int64_t local_row, int64_t local_col, int64_t* global_row,
+                                   int64_t* global_col) {
+  const int64_t lr = local_row, lc = local_col;
+  int64_t* gr = global_row;
+  int64_t* gc = global_col;
   tsr_status st = [&]() -> tsr_status {
     TSR_TRY(tsr::gemm::check_matrix(mat, "mat"));
-    TSR_CHECK_NOT_NULL(gr);
-    TSR_CHECK_NOT_NULL(gc);
+    TSR_CHECK_NOT_NULL(global_row);
+    TSR_CHECK_NOT_NULL(global_col);
     const tsr::gemm::Dist& d = mat->dist;
     if (lr < 0 || lr >= d.rows || lc < 0 || lc >= d.cols)
       return tsr::fail(TSR_ERR_INVALID_ARG, "local index (%lld, %lld) is outside this rank's %lld x %lld block",
@@ -520,7 +529,10 @@ tsr_status tsr_matrix_redistribute(tsr_matrix src, const void* sbuf, tsr_matrix 
     if (s.ctx != d.ctx)
       return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'src' and 'dst' belong to different contexts");
     auto local = [&]() -> tsr_status {
-      if (s.m != d.m || s.n != d.n || s.type != d.type)
+      if (s.type != d.type)
+        return tsr::fail(TSR_ERR_INVALID_ARG, "'src' is %s but 'dst' is %s: a redistribution does not convert types",
+                         tsr::dtype_name(s.type), tsr::dtype_name(d.type));
+      if (s.m != d.m || s.n != d.n)
         return tsr::fail(TSR_ERR_SHAPE, "'src' is %lld x %lld %s but 'dst' is %lld x %lld %s",
                          static_cast<long long>(s.m), static_cast<long long>(s.n), tsr::dtype_name(s.type),
                          static_cast<long long>(d.m), static_cast<long long>(d.n), tsr::dtype_name(d.type));

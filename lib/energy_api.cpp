@@ -23,6 +23,7 @@ struct tsr_energy_profile_s {
 struct tsr_energy_report_s {
   static constexpr unsigned kMagic = 0x4e9e4e9eu;
   unsigned magic = kMagic;
+  tsr_context ctx = nullptr;  // its live_reports counts this report
   tsr::energy::ReportData d;
   std::string source;
 };
@@ -374,6 +375,8 @@ tsr_status create_report(tsr_context ctx, tsr_energy_profile profile, int root, 
     if (parts.size() > 2) d.notes = split_with(parts[2], '\n');
   }
   r->source = d.source_line();
+  r->ctx = ctx;
+  ctx->live_reports += 1;
   *out = r.release();
   return TSR_SUCCESS;
 }
@@ -542,6 +545,7 @@ tsr_status tsr_energy_report_destroy(tsr_energy_report* report) {
   if (st == TSR_SUCCESS && *report != nullptr) st = tsr::energy::check_report(*report);
   if (st == TSR_SUCCESS && *report != nullptr) {
     (*report)->magic = 0;
+    (*report)->ctx->live_reports -= 1;
     delete *report;
     *report = nullptr;
   }

@@ -14,6 +14,7 @@
 struct tsr_report_s {
   static constexpr unsigned kMagic = 0x4e904e90u;
   unsigned magic = kMagic;
+  tsr_context ctx = nullptr;  // its live_reports counts this report
   int rank = 0, size = 1, root = 0;
   std::vector<std::string> paths;          // sorted; "total" first
   std::vector<tsr_counters> mine;          // per region, this rank
@@ -112,6 +113,8 @@ tsr_status create_report(tsr_context ctx, int root, tsr_report* out) {
   TSR_TRY(allreduce(w, src, r->sum.data(), words, TSR_INT64, TSR_SUM, nullptr, Traffic::control));
   if (ctx->rank == root) r->all.assign(nreg * static_cast<size_t>(ctx->size), zero);
   TSR_TRY(gather(w, src, words, r->all.data(), TSR_INT64, root, nullptr, Traffic::control));
+  r->ctx = ctx;
+  ctx->live_reports += 1;
   *out = r.release();
   return TSR_SUCCESS;
 }
@@ -227,6 +230,7 @@ tsr_status tsr_report_destroy(tsr_report* report) {
   else if (*report != nullptr) st = tsr::check_report(*report);
   if (st == TSR_SUCCESS && *report != nullptr) {
     (*report)->magic = 0;
+    (*report)->ctx->live_reports -= 1;
     delete *report;
     *report = nullptr;
   }

@@ -136,6 +136,7 @@ tsr_status create(tsr_context ctx, tsr_opt_preset preset, tsr_opt_dist dist, tsr
     }
   }
   TSR_TRY(agree(world, local));
+  o->ctx->live_optimizers += 1;
   *out = o.release();
   return TSR_SUCCESS;
 }
@@ -745,6 +746,7 @@ tsr_status tsr_optimizer_destroy(tsr_optimizer* opt) {
   const tsr_status st = tsr::check_optimizer(*opt, "*opt");
   if (st != TSR_SUCCESS) return finish(nullptr, "tsr_optimizer_destroy", st);
   (*opt)->magic = 0;
+  (*opt)->ctx->live_optimizers -= 1;
   delete *opt;
   *opt = nullptr;
   return TSR_SUCCESS;

@@ -262,4 +262,79 @@ TEST(Defect7, MatricesScatterAndGemmNameTheArgument) {
   EXPECT_EQ(tsr_grid_destroy(&grid), TSR_SUCCESS);
 }
 
+TEST(Defect7, SmallerOnes) {
+  tsr_test::Ctx ctx;
+  // Profiles: a number out of range names its key; a directory is IO.
+  tsr_energy_profile prof = nullptr;
+  EXPECT_EQ(tsr_energy_profile_parse("{\"format\": \"tessera-energy-profile/1\", \"name\": \"x\", \"pue\": {\"value\": "
+                                     "1e999}}",
+                                     &prof),
+            TSR_ERR_INVALID_ARG);
+  EXPECT_TRUE(contains(tsr_last_error(nullptr), "key 'pue.value'")) << tsr_last_error(nullptr);
+  EXPECT_FALSE(contains(tsr_last_error(nullptr), "json.exception")) << tsr_last_error(nullptr);
+  EXPECT_EQ(tsr_energy_profile_load("/", &prof), TSR_ERR_IO);
+  EXPECT_TRUE(contains(tsr_last_error(nullptr), "'/'")) << tsr_last_error(nullptr);
+  EXPECT_EQ(prof, nullptr);
+  // Plans and bounds.
+  tsr_gemm_problem pb = TSR_GEMM_PROBLEM_INIT;
+  pb.m = pb.n = pb.k = 64;
+  pb.nranks = 4;
+  pb.elem_size = SIZE_MAX;
+  tsr_gemm_plan plan;
+  EXPECT_EQ(tsr_gemm_plan_create(&pb, &plan), TSR_ERR_INVALID_ARG);
+  EXPECT_TRUE(contains(tsr_last_error(nullptr), "'elem_size'")) << tsr_last_error(nullptr);
+  EXPECT_EQ(tsr_gemm_plan_create(nullptr, &plan), TSR_ERR_INVALID_ARG);
+  EXPECT_TRUE(contains(tsr_last_error(nullptr), "argument 'problem' is NULL")) << tsr_last_error(nullptr);
+  double bytes = 0;
+  EXPECT_EQ(tsr_gemm_lower_bound(64, 64, 64, 0, 4, &bytes), TSR_ERR_INVALID_ARG);
+  EXPECT_TRUE(contains(tsr_last_error(nullptr), "'elem_size'")) << tsr_last_error(nullptr);
+  // Matrices: NULL outputs, header names, types of a redistribution.
+  tsr_grid grid = nullptr;
+  const int dims[3] = {world_size(), 1, 1};
+  ASSERT_EQ(tsr_grid_create(ctx, TSR_GRID_1D, dims, &grid), TSR_SUCCESS) << tsr_last_error(ctx);
+  const tsr_layout lay = {TSR_DIM_I, TSR_DIM_NONE, TSR_DIM_NONE, 0, 0};
+  tsr_matrix m = nullptr, f = nullptr;
+  ASSERT_EQ(tsr_matrix_create(grid, 8, 4, TSR_FLOAT64, &lay, 0, &m), TSR_SUCCESS) << tsr_last_error(ctx);
+  ASSERT_EQ(tsr_matrix_create(grid, 8, 4, TSR_FLOAT32, &lay, 0, &f), TSR_SUCCESS) << tsr_last_error(ctx);
+  int64_t r = 0, c = 0, ld = 0;
+  EXPECT_EQ(tsr_matrix_local_size(m, nullptr, &c, &ld), TSR_ERR_INVALID_ARG);
+  EXPECT_TRUE(contains(tsr_last_error(ctx), "'rows'")) << tsr_last_error(ctx);
+  EXPECT_EQ(tsr_matrix_local_size(m, &r, &c, nullptr), TSR_ERR_INVALID_ARG);
+  EXPECT_EQ(tsr_matrix_global_index(m, 0, 0, nullptr, &c), TSR_ERR_INVALID_ARG);
+  EXPECT_TRUE(contains(tsr_last_error(ctx), "'global_row'")) << tsr_last_error(ctx);
+  std::vector<double> s(32, 0.0), d(32, 0.0);
+  EXPECT_EQ(tsr_matrix_redistribute(m, s.data(), f, d.data()), TSR_ERR_INVALID_ARG);
+  // Destroying with live dependents: STATE, and nothing destroyed.
+  EXPECT_EQ(tsr_grid_destroy(&grid), TSR_ERR_STATE);
+  EXPECT_TRUE(contains(tsr_last_error(ctx), "matrix descriptor(s)")) << tsr_last_error(ctx);
+  EXPECT_NE(grid, nullptr);
+  EXPECT_EQ(tsr_matrix_destroy(&m), TSR_SUCCESS);
+  EXPECT_EQ(tsr_matrix_destroy(&f), TSR_SUCCESS);
+  EXPECT_EQ(tsr_grid_destroy(&grid), TSR_SUCCESS);
+}
+
+TEST(Defect7, ContextsRefuseToDieWithLiveReportsOrOptimizers) {
+  tsr_context ctx = nullptr;
+  ASSERT_EQ(tsr_context_create(MPI_COMM_WORLD, &ctx), TSR_SUCCESS);
+  tsr_report rep = nullptr;
+  ASSERT_EQ(tsr_report_create(ctx, 0, &rep), TSR_SUCCESS);
+  EXPECT_EQ(tsr_context_destroy(&ctx), TSR_ERR_STATE);
+  EXPECT_TRUE(contains(tsr_last_error(ctx), "report(s)")) << tsr_last_error(ctx);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(tsr_report_destroy(&rep), TSR_SUCCESS);
+  tsr_energy_report er = nullptr;
+  ASSERT_EQ(tsr_energy_report_create(ctx, nullptr, 0, &er), TSR_SUCCESS);
+  EXPECT_EQ(tsr_context_destroy(&ctx), TSR_ERR_STATE);
+  EXPECT_EQ(tsr_energy_report_destroy(&er), TSR_SUCCESS);
+  const size_t sizes[1] = {4};
+  tsr_optimizer opt = nullptr;
+  ASSERT_EQ(tsr_optimizer_create(ctx, TSR_PRESET_LAMB_APEX, TSR_OPT_REPLICATED, TSR_FLOAT32, 1, sizes, &opt),
+            TSR_SUCCESS);
+  EXPECT_EQ(tsr_context_destroy(&ctx), TSR_ERR_STATE);
+  EXPECT_TRUE(contains(tsr_last_error(ctx), "optimizer(s)")) << tsr_last_error(ctx);
+  EXPECT_EQ(tsr_optimizer_destroy(&opt), TSR_SUCCESS);
+  EXPECT_EQ(tsr_context_destroy(&ctx), TSR_SUCCESS);
+  EXPECT_EQ(ctx, nullptr);
+}
+
 }  // namespace
