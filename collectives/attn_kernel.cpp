@@ -5,6 +5,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <utility>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -442,7 +443,18 @@ void merge(size_t rows, size_t dim, T* oa, T* la, const T* ob, const T* lb) {
     const T mx = a > b ? a : b;
     const T lse = mx + std::log1p(ex(-std::fabs(a - b)));
     const T wa = ex(a - lse), wb = ex(b - lse);
-    for (size_t e = 0; e < dim; ++e) o[e] = wa * o[e] + wb * x[e];
+    // Commutative by construction, bit for bit, under any compiler flags: the
+    // two terms are taken in an order that does not depend on which operand
+    // is a and which is b (the larger lse first; equal lse: the smaller value
+    // first), so that a contraction of w1*p + w2*q into fma(w1, p, w2*q)
+    // fuses the same term either way.
+    const bool bfirst = b > a;
+    const T w1 = bfirst ? wb : wa, w2 = bfirst ? wa : wb;
+    for (size_t e = 0; e < dim; ++e) {
+      T p = bfirst ? x[e] : o[e], q = bfirst ? o[e] : x[e];
+      if (a == b && q < p) std::swap(p, q);
+      o[e] = w1 * p + w2 * q;
+    }
     la[r] = lse;
   }
 }
