@@ -5,13 +5,14 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <utility>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "attention_impl.hpp"
+#include "blas_int.hpp"
 
 namespace tsr {
 namespace attn {
@@ -26,9 +27,8 @@ inline void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, float alpha, co
       for (size_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.0f : beta * c[i * ldc + j];
     return;
   }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
+  blas_gemm_rowmajor(ta, tb, static_cast<int64_t>(m), static_cast<int64_t>(n), static_cast<int64_t>(k), alpha, a,
+                     static_cast<int64_t>(lda), b, static_cast<int64_t>(ldb), beta, c, static_cast<int64_t>(ldc));
 }
 inline void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, double alpha, const double* a, size_t lda,
                  const double* b, size_t ldb, double beta, double* c, size_t ldc) {
@@ -38,9 +38,8 @@ inline void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, double alpha, c
       for (size_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.0 : beta * c[i * ldc + j];
     return;
   }
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
+  blas_gemm_rowmajor(ta, tb, static_cast<int64_t>(m), static_cast<int64_t>(n), static_cast<int64_t>(k), alpha, a,
+                     static_cast<int64_t>(lda), b, static_cast<int64_t>(ldb), beta, c, static_cast<int64_t>(ldc));
 }
 
 inline float ex(float x) { return std::exp(x); }
