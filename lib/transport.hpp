@@ -117,7 +117,9 @@ tsr_status test(const Comm& c, Request* req, int* done);
 // that rank (its rank in c) and carrying its message. If `same` is given, every rank
 // must also pass the same value (a digest of sizes, types, root...), else all
 // ranks get TSR_ERR_INVALID_ARG. One 24-byte all-reduce when all succeeded
-// (plus a 516-byte broadcast on failure). Charged as control traffic.
+// (plus a 516-byte broadcast on failure). Charged as control traffic. The
+// named form below adds, only where the digests differ, one all-reduce of
+// 2 int64 per named argument.
 tsr_status agree(const Comm& c, tsr_status local, const uint64_t* same = nullptr);
 // The same on a bare MPI communicator; charges `ledger` if not null.
 tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local, const uint64_t* same = nullptr);
