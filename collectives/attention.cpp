@@ -28,15 +28,7 @@ const char* layout_name(tsr_attn_layout l) {
 }
 
 // a*b*... without wrapping; false on overflow.
-bool mul(size_t* out, std::initializer_list<size_t> xs) {
-  size_t r = 1;
-  for (size_t x : xs) {
-    if (x != 0 && r > SIZE_MAX / x) return false;
-    r *= x;
-  }
-  *out = r;
-  return true;
-}
+bool mul(size_t* out, std::initializer_list<size_t> xs) { return checked_mul(out, xs); }
 
 // The shapes of one call, checked (see check_call).
 struct Shape {
@@ -676,19 +668,24 @@ tsr_status check_call(const Args& a, int p, int r, Shape* s) {
   return TSR_SUCCESS;
 }
 
-uint64_t digest(const Shape& s, bool backward) {
-  uint64_t h = 1469598103934665603ull;
+
+// The same, argument by argument, for a message that names the one differing.
+std::vector<Same> named(const Shape& s, bool backward) {
   double sc = s.scale;
-  uint64_t sbits = 0;
+  int64_t sbits = 0;
   std::memcpy(&sbits, &sc, sizeof sbits);
-  const uint64_t xs[] = {0xa77e, backward, static_cast<uint64_t>(s.variant), static_cast<uint64_t>(s.layout), s.causal,
-                         s.N, sbits, static_cast<uint64_t>(s.type), s.B, s.H, s.G, s.d, s.mask};
-  for (uint64_t x : xs)
-    for (int b = 0; b < 8; ++b) {
-      h ^= (x >> (8 * b)) & 0xffu;
-      h *= 1099511628211ull;
-    }
-  return h;
+  return {{"the call (forward or backward)", backward, true},
+          {"cfg->variant", s.variant},
+          {"cfg->layout", s.layout},
+          {"cfg->causal", s.causal},
+          {"cfg->seq_len", static_cast<int64_t>(s.N)},
+          {"cfg->scale", sbits, true},
+          {"cfg->type", s.type},
+          {"batch", static_cast<int64_t>(s.B)},
+          {"heads", static_cast<int64_t>(s.H)},
+          {"kv_heads", static_cast<int64_t>(s.G)},
+          {"dim", static_cast<int64_t>(s.d)},
+          {"key_mask (given or NULL)", s.mask, true}};
 }
 
 template <class T>
@@ -729,8 +726,7 @@ tsr_status execute(tsr_ring ring, const Args& a) {
     call.reset(new (std::nothrow) Call<T>(s, data_of<T>(a), ring->mem));
     local = call ? call->prepare() : fail(TSR_ERR_NO_MEMORY, "allocating an attention call");
   }
-  const uint64_t same = digest(s, a.backward);
-  TSR_TRY(agree(c, local, &same));
+  TSR_TRY(agree(c, local, named(s, a.backward)));
   return call->run(*ring);
 }
 
@@ -813,6 +809,10 @@ tsr_status tsr_attn_merge(tsr_dtype type, size_t rows, size_t dim, void* o_a, vo
     if (type != TSR_FLOAT32 && type != TSR_FLOAT64)
       return tsr::fail(type == TSR_BFLOAT16 ? TSR_ERR_UNSUPPORTED : TSR_ERR_INVALID_ARG,
                        "argument 'type' = %d: the merge needs TSR_FLOAT32 or TSR_FLOAT64", static_cast<int>(type));
+    size_t elems = 0;
+    if (!tsr::checked_mul(&elems, {rows, dim, tsr_dtype_size(type)}))
+      return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'rows' = %zu and 'dim' = %zu: rows*dim elements overflow size_t",
+                       rows, dim);
     if (rows > 0) {
       TSR_CHECK_NOT_NULL(lse_a);
       TSR_CHECK_NOT_NULL(lse_b);

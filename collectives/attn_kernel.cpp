@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "attention_impl.hpp"
+#include "blas_int.hpp"
 
 namespace tsr {
 namespace attn {
@@ -25,9 +27,8 @@ inline void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, float alpha, co
       for (size_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.0f : beta * c[i * ldc + j];
     return;
   }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
+  blas_gemm_rowmajor(ta, tb, static_cast<int64_t>(m), static_cast<int64_t>(n), static_cast<int64_t>(k), alpha, a,
+                     static_cast<int64_t>(lda), b, static_cast<int64_t>(ldb), beta, c, static_cast<int64_t>(ldc));
 }
 inline void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, double alpha, const double* a, size_t lda,
                  const double* b, size_t ldb, double beta, double* c, size_t ldc) {
@@ -37,9 +38,8 @@ inline void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, double alpha, c
       for (size_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.0 : beta * c[i * ldc + j];
     return;
   }
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
+  blas_gemm_rowmajor(ta, tb, static_cast<int64_t>(m), static_cast<int64_t>(n), static_cast<int64_t>(k), alpha, a,
+                     static_cast<int64_t>(lda), b, static_cast<int64_t>(ldb), beta, c, static_cast<int64_t>(ldc));
 }
 
 inline float ex(float x) { return std::exp(x); }
@@ -442,7 +442,18 @@ void merge(size_t rows, size_t dim, T* oa, T* la, const T* ob, const T* lb) {
     const T mx = a > b ? a : b;
     const T lse = mx + std::log1p(ex(-std::fabs(a - b)));
     const T wa = ex(a - lse), wb = ex(b - lse);
-    for (size_t e = 0; e < dim; ++e) o[e] = wa * o[e] + wb * x[e];
+    // Commutative by construction, bit for bit, under any compiler flags: the
+    // two terms are taken in an order that does not depend on which operand
+    // is a and which is b (the larger lse first; equal lse: the smaller value
+    // first), so that a contraction of w1*p + w2*q into fma(w1, p, w2*q)
+    // fuses the same term either way.
+    const bool bfirst = b > a;
+    const T w1 = bfirst ? wb : wa, w2 = bfirst ? wa : wb;
+    for (size_t e = 0; e < dim; ++e) {
+      T p = bfirst ? x[e] : o[e], q = bfirst ? o[e] : x[e];
+      if (a == b && q < p) std::swap(p, q);
+      o[e] = w1 * p + w2 * q;
+    }
     la[r] = lse;
   }
 }

@@ -70,11 +70,22 @@ tsr_status check_layout_args(tsr_attn_layout layout, size_t seq_len, int nranks,
   return TSR_SUCCESS;
 }
 
+// The full tensor (outer, seq_len, row_bytes) must be addressable: every
+// offset below is then below its size and cannot wrap.
+tsr_status check_tensor_bytes(size_t outer, size_t seq_len, size_t row_bytes) {
+  size_t bytes = 0;
+  if (!checked_mul(&bytes, {outer, seq_len, row_bytes}))
+    return fail(TSR_ERR_INVALID_ARG, "arguments 'outer' = %zu, 'seq_len' = %zu and 'row_bytes' = %zu: the tensor's "
+                "size in bytes overflows size_t", outer, seq_len, row_bytes);
+  return TSR_SUCCESS;
+}
+
 // Copies rows of row_bytes between a full (outer, seq_len) and a local
 // (outer, len) tensor; to_local chooses the direction.
 tsr_status move_shard(tsr_attn_layout layout, size_t seq_len, int nranks, int rank, const void* src, void* dst,
                       size_t outer, size_t row_bytes, bool to_local) {
   TSR_TRY(check_layout_args(layout, seq_len, nranks, rank, true));
+  TSR_TRY(check_tensor_bytes(outer, seq_len, row_bytes));
   const size_t len = attn::shard_len(layout, seq_len, nranks, rank);
   if (outer > 0 && len > 0 && row_bytes > 0) {
     if (src == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL", to_local ? "full" : "local");
@@ -137,7 +148,8 @@ tsr_status tsr_attn_permute(tsr_attn_layout layout, size_t seq_len, int nranks, 
                             void* out, size_t outer, size_t row_bytes) {
   tsr_status st = [&]() -> tsr_status {
     TSR_TRY(tsr::check_layout_args(layout, seq_len, nranks, 0, false));
-    const size_t bytes = outer * seq_len * row_bytes;
+    TSR_TRY(tsr::check_tensor_bytes(outer, seq_len, row_bytes));
+    const size_t bytes = outer * seq_len * row_bytes;  // checked above
     if (bytes == 0) return TSR_SUCCESS;
     TSR_CHECK_NOT_NULL(in);
     TSR_CHECK_NOT_NULL(out);

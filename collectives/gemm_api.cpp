@@ -182,9 +182,11 @@ tsr_status prepare(const tsr_gemm_options* opt, tsr_trans ta, tsr_trans tb, doub
     return reserve(ctx, work_bytes(*call));
   };
   const tsr_status st = local();
-  const uint64_t same = digest({static_cast<int64_t>(o.algo), ta, tb, m, n, k, bits(alpha), bits(beta), o.panel,
-                                o.overlap ? 1 : 0});
-  return agree(*ctx->world, st, st == TSR_SUCCESS ? &same : nullptr);
+  return agree(*ctx->world, st,
+               std::vector<Same>{{"algo", o.algo}, {"transa", ta}, {"transb", tb}, {"m (the rows of C)", m, true},
+                                 {"n (the columns of C)", n, true}, {"k (the inner size)", k, true},
+                                 {"alpha", bits(alpha), true}, {"beta", bits(beta), true}, {"options->panel", o.panel},
+                                 {"options->overlap", o.overlap ? 1 : 0}});
 }
 
 namespace {
@@ -243,7 +245,7 @@ EnergyModel energy_model(const tsr_gemm_problem* p) {
 }
 
 tsr_status check_problem(const tsr_gemm_problem* p, Problem* out) {
-  TSR_CHECK_NOT_NULL(p);
+  if (p == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument 'problem' is NULL");
   // Problems initialised by a 0.1 header end before 'objective'.
   const size_t v1 = offsetof(tsr_gemm_problem, objective);
   if (p->magic != TSR_GEMM_MAGIC || (p->size != v1 && p->size < sizeof(tsr_gemm_problem)))
@@ -251,7 +253,8 @@ tsr_status check_problem(const tsr_gemm_problem* p, Problem* out) {
   if (p->m < 0 || p->n < 0 || p->k < 0)
     return fail(TSR_ERR_INVALID_ARG, "problem sizes m = %lld, n = %lld, k = %lld must be >= 0",
                 static_cast<long long>(p->m), static_cast<long long>(p->n), static_cast<long long>(p->k));
-  if (p->elem_size == 0) return fail(TSR_ERR_INVALID_ARG, "problem 'elem_size' must be > 0");
+  if (p->elem_size == 0 || p->elem_size > kMaxElemSize)
+    return fail(TSR_ERR_INVALID_ARG, "problem 'elem_size' = %zu; expected 1 .. %zu bytes", p->elem_size, kMaxElemSize);
   if (p->nranks < 1) return fail(TSR_ERR_INVALID_ARG, "problem 'nranks' = %d must be >= 1", p->nranks);
   if (p->algo < TSR_GEMM_AUTO || p->algo > TSR_GEMM_3D)
     return fail(TSR_ERR_INVALID_ARG, "problem 'algo' = %d is not a tsr_gemm_algo", static_cast<int>(p->algo));
@@ -615,8 +618,11 @@ tsr_status tsr_gemm_lower_bound(int64_t m, int64_t n, int64_t k, size_t elem_siz
   tsr_status st = [&]() -> tsr_status {
     TSR_CHECK_NOT_NULL(bytes);
     if (m < 0 || n < 0 || k < 0 || p < 1)
-      return tsr::fail(TSR_ERR_INVALID_ARG, "sizes must be >= 0 and p >= 1 (got %lld, %lld, %lld, p = %d)",
-                       static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), p);
+      return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'm', 'n', 'k' must be >= 0 and 'p' >= 1 (got %lld, %lld, %lld, "
+                       "p = %d)", static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), p);
+    if (elem_size == 0 || elem_size > tsr::gemm::kMaxElemSize)
+      return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'elem_size' = %zu; expected 1 .. %zu bytes", elem_size,
+                       tsr::gemm::kMaxElemSize);
     *bytes = tsr::gemm::lower_bound_words(m, n, k, p) * static_cast<double>(elem_size);
     return TSR_SUCCESS;
   }();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -87,6 +88,10 @@ struct Roles {
 };
 
 // The problem as the engines see it.
+// The largest element size a plan or bound takes (bytes): larger ones would
+// overflow the byte counts (int64) of the models.
+constexpr size_t kMaxElemSize = 1024;
+
 struct Shape {
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false;

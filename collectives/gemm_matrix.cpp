@@ -361,7 +361,8 @@ tsr_status create(tsr_grid grid, int64_t m, int64_t n, tsr_dtype type, const tsr
     if (ld > 0 && ld < std::max<int64_t>(1, d.rows))
       st = fail(TSR_ERR_SHAPE, "argument 'ld' = %lld is smaller than this rank's %lld local rows",
                 static_cast<long long>(ld), static_cast<long long>(d.rows));
-    else if (d.rows * d.cols > static_cast<int64_t>(INT_MAX) || d.ld > static_cast<int64_t>(INT_MAX))
+    else if (d.rows > static_cast<int64_t>(INT_MAX) || d.cols > static_cast<int64_t>(INT_MAX) ||
+             d.rows * d.cols > static_cast<int64_t>(INT_MAX) || d.ld > static_cast<int64_t>(INT_MAX))
       st = fail(TSR_ERR_UNSUPPORTED, "this rank's local block of %lld x %lld (ld %lld) exceeds INT_MAX elements",
                 static_cast<long long>(d.rows), static_cast<long long>(d.cols), static_cast<long long>(d.ld));
   }
@@ -370,13 +371,17 @@ tsr_status create(tsr_grid grid, int64_t m, int64_t n, tsr_dtype type, const tsr
     out.reset(new (std::nothrow) tsr_matrix_s());
     if (!out) st = fail(TSR_ERR_NO_MEMORY, "allocating a matrix descriptor");
   }
-  const uint64_t same = st == TSR_SUCCESS ? digest({m, n, type, layout->row_dim, layout->col_dim, layout->sub_dim,
-                                                    layout->row_block, layout->col_block})
-                                          : 0;
-  TSR_TRY(agree(*ctx->world, st, st == TSR_SUCCESS ? &same : nullptr));
+  const bool ok = st == TSR_SUCCESS;
+  TSR_TRY(agree(*ctx->world, st,
+                std::vector<Same>{{"m", m}, {"n", n}, {"type", type}, {"layout->row_dim", ok ? layout->row_dim : 0},
+                                  {"layout->col_dim", ok ? layout->col_dim : 0},
+                                  {"layout->sub_dim", ok ? layout->sub_dim : 0},
+                                  {"layout->row_block", ok ? layout->row_block : 0},
+                                  {"layout->col_block", ok ? layout->col_block : 0}}));
   out->grid = grid;
   out->pub = *layout;
   out->dist = std::move(d);
+  grid->live_matrices += 1;
   *mat = out.release();
   return TSR_SUCCESS;
 }
@@ -397,6 +402,12 @@ tsr_status root_move(tsr_matrix mat, int root, const void* from, void* to, int64
         return fail(TSR_ERR_INVALID_ARG, "argument 'ldg' = %lld is smaller than m = %lld", static_cast<long long>(ldg),
                     static_cast<long long>(d.m));
       if (global == nullptr && d.m > 0 && d.n > 0) return fail(TSR_ERR_INVALID_ARG, "argument 'global' is NULL on the root");
+      size_t span = 0;  // elements of the global matrix: ldg*(n-1) + m, checked
+      if (!checked_mul(&span, {static_cast<size_t>(ldg), static_cast<size_t>(std::max<int64_t>(0, d.n - 1)),
+                               tsr_dtype_size(d.type)}) ||
+          span > SIZE_MAX / 2)
+        return fail(TSR_ERR_INVALID_ARG, "argument 'ldg' = %lld: ldg*(n-1) elements overflow size_t",
+                    static_cast<long long>(ldg));
     }
     TSR_TRY(check_local(d, loc, "local"));
     if (ctx->rank == root && overlap(global, static_cast<size_t>(ldg * std::max<int64_t>(0, d.n - 1) + d.m) *
@@ -405,7 +416,8 @@ tsr_status root_move(tsr_matrix mat, int root, const void* from, void* to, int64
       return fail(TSR_ERR_INVALID_ARG, "arguments 'global' and 'local' overlap");
     return TSR_SUCCESS;
   };
-  const uint64_t same = digest({root, d.m, d.n, d.type, to_root ? 1 : 0});
+  const std::vector<Same> same{{"root", root}, {"mat (its global size)", d.m * 65537 + d.n, true},
+                               {"mat (its type)", d.type, true}, {"the call (scatter or gather)", to_root ? 1 : 0, true}};
   tsr_status st = local();
   const Dist r = st == TSR_SUCCESS ? root_dist(ctx, root, d.m, d.n, d.type, ldg) : Dist();
   Redist plan;
@@ -413,7 +425,7 @@ tsr_status root_move(tsr_matrix mat, int root, const void* from, void* to, int64
     plan = to_root ? plan_redistribution(d, 0, 0, r, 0, 0, d.m, d.n) : plan_redistribution(r, 0, 0, d, 0, 0, d.m, d.n);
     st = reserve(ctx, plan.bytes());
   }
-  TSR_TRY(agree(*ctx->world, st, st == TSR_SUCCESS ? &same : nullptr));
+  TSR_TRY(agree(*ctx->world, st, same));
   Arena arena(ctx);
   return run_redistribution(plan, from, to, arena);
 }
@@ -438,6 +450,7 @@ tsr_status tsr_matrix_destroy(tsr_matrix* mat) {
     if (*mat == nullptr) return TSR_SUCCESS;
     TSR_TRY(tsr::gemm::check_matrix(*mat, "*mat"));
     (*mat)->magic = 0;
+    if ((*mat)->grid != nullptr) (*mat)->grid->live_matrices -= 1;
     delete *mat;
     *mat = nullptr;
     return TSR_SUCCESS;
@@ -448,19 +461,26 @@ tsr_status tsr_matrix_destroy(tsr_matrix* mat) {
 tsr_status tsr_matrix_local_size(tsr_matrix mat, int64_t* rows, int64_t* cols, int64_t* ld) {
   tsr_status st = [&]() -> tsr_status {
     TSR_TRY(tsr::gemm::check_matrix(mat, "mat"));
-    if (rows) *rows = mat->dist.rows;
-    if (cols) *cols = mat->dist.cols;
-    if (ld) *ld = mat->dist.ld;
+    TSR_CHECK_NOT_NULL(rows);
+    TSR_CHECK_NOT_NULL(cols);
+    TSR_CHECK_NOT_NULL(ld);
+    *rows = mat->dist.rows;
+    *cols = mat->dist.cols;
+    *ld = mat->dist.ld;
     return TSR_SUCCESS;
   }();
   return finish(tsr::gemm::ctx_of(mat), "tsr_matrix_local_size", st);
 }
 
-tsr_status tsr_matrix_global_index(tsr_matrix mat, int64_t lr, int64_t lc, int64_t* gr, int64_t* gc) {
+tsr_status tsr_matrix_global_index(tsr_matrix mat, int64_t local_row, int64_t local_col, int64_t* global_row,
+                                   int64_t* global_col) {
+  const int64_t lr = local_row, lc = local_col;
+  int64_t* gr = global_row;
+  int64_t* gc = global_col;
   tsr_status st = [&]() -> tsr_status {
     TSR_TRY(tsr::gemm::check_matrix(mat, "mat"));
-    TSR_CHECK_NOT_NULL(gr);
-    TSR_CHECK_NOT_NULL(gc);
+    TSR_CHECK_NOT_NULL(global_row);
+    TSR_CHECK_NOT_NULL(global_col);
     const tsr::gemm::Dist& d = mat->dist;
     if (lr < 0 || lr >= d.rows || lc < 0 || lc >= d.cols)
       return tsr::fail(TSR_ERR_INVALID_ARG, "local index (%lld, %lld) is outside this rank's %lld x %lld block",
@@ -509,7 +529,10 @@ tsr_status tsr_matrix_redistribute(tsr_matrix src, const void* sbuf, tsr_matrix 
     if (s.ctx != d.ctx)
       return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'src' and 'dst' belong to different contexts");
     auto local = [&]() -> tsr_status {
-      if (s.m != d.m || s.n != d.n || s.type != d.type)
+      if (s.type != d.type)
+        return tsr::fail(TSR_ERR_INVALID_ARG, "'src' is %s but 'dst' is %s: a redistribution does not convert types",
+                         tsr::dtype_name(s.type), tsr::dtype_name(d.type));
+      if (s.m != d.m || s.n != d.n)
         return tsr::fail(TSR_ERR_SHAPE, "'src' is %lld x %lld %s but 'dst' is %lld x %lld %s",
                          static_cast<long long>(s.m), static_cast<long long>(s.n), tsr::dtype_name(s.type),
                          static_cast<long long>(d.m), static_cast<long long>(d.n), tsr::dtype_name(d.type));
@@ -519,14 +542,16 @@ tsr_status tsr_matrix_redistribute(tsr_matrix src, const void* sbuf, tsr_matrix 
         return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'sbuf' and 'dbuf' overlap");
       return TSR_SUCCESS;
     };
-    const uint64_t same = tsr::digest({s.m, s.n, s.type, d.m, d.n, d.type});
+    const std::vector<tsr::Same> same{{"src (its global size)", s.m * 65537 + s.n, true},
+                                      {"src (its type)", s.type, true}, {"dst (its global size)", d.m * 65537 + d.n, true},
+                                      {"dst (its type)", d.type, true}};
     tsr_status lst = local();
     tsr::gemm::Redist plan;
     if (lst == TSR_SUCCESS) {
       plan = tsr::gemm::plan_redistribution(s, 0, 0, d, 0, 0, s.m, s.n);
       lst = tsr::gemm::reserve(s.ctx, plan.bytes());
     }
-    TSR_TRY(tsr::agree(*s.ctx->world, lst, lst == TSR_SUCCESS ? &same : nullptr));
+    TSR_TRY(tsr::agree(*s.ctx->world, lst, same));
     tsr::gemm::Arena arena(s.ctx);
     return tsr::gemm::run_redistribution(plan, sbuf, dbuf, arena);
   }();

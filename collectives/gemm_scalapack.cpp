@@ -213,13 +213,15 @@ tsr_status pxgemm(const char* transa, const char* transb, const int* m, const in
   const tsr_dtype type = dtype_of<T>::value;
   bool ta = false, tb = false;
   auto local = [&]() -> tsr_status {
-    for (const void* p : {static_cast<const void*>(transa), static_cast<const void*>(transb),
-                          static_cast<const void*>(m), static_cast<const void*>(n), static_cast<const void*>(k),
-                          static_cast<const void*>(alpha), static_cast<const void*>(beta),
-                          static_cast<const void*>(ia), static_cast<const void*>(ja), static_cast<const void*>(ib),
-                          static_cast<const void*>(jb), static_cast<const void*>(ic), static_cast<const void*>(jc),
-                          static_cast<const void*>(descb), static_cast<const void*>(descc)})
-      if (p == nullptr) return fail(TSR_ERR_INVALID_ARG, "a pointer argument is NULL (pdgemm takes every argument by address)");
+    const struct {
+      const void* p;
+      const char* name;
+    } args[] = {{transa, "transa"}, {transb, "transb"}, {m, "m"},   {n, "n"},   {k, "k"},
+                {alpha, "alpha"},   {beta, "beta"},     {ia, "ia"}, {ja, "ja"}, {ib, "ib"},
+                {jb, "jb"},         {ic, "ic"},         {jc, "jc"}, {descb, "descb"}, {descc, "descc"}};
+    for (const auto& x : args)
+      if (x.p == nullptr)
+        return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL (pdgemm takes every argument by address)", x.name);
     auto tr = [](char x, bool* t, const char* name) -> tsr_status {
       if (x == 'N' || x == 'n') *t = false;
       else if (x == 'T' || x == 't' || x == 'C' || x == 'c') *t = true;
@@ -248,19 +250,42 @@ tsr_status pxgemm(const char* transa, const char* transb, const int* m, const in
     TSR_TRY(inside(desca, *ia, *ja, ar, ac, "A"));
     TSR_TRY(inside(descb, *ib, *jb, br, bc, "B"));
     TSR_TRY(inside(descc, *ic, *jc, *m, *n, "C"));
+    // The local arrays: NULL only where this rank holds no element of the
+    // matrix, or the call does not touch it (A and B with k = 0 or alpha = 0).
+    std::vector<int> ranks(static_cast<size_t>(g.nprow * g.npcol));
+    for (size_t r = 0; r < ranks.size(); ++r) ranks[r] = static_cast<int>(r);
+    const bool reads_ab = *m > 0 && *n > 0 && *k > 0 && *alpha != T(0);
+    const struct {
+      const int* desc;
+      const void* p;
+      const char* name;
+      bool used;
+    } mats[] = {{desca, a, "a", reads_ab}, {descb, b, "b", reads_ab}, {descc, c, "c", *m > 0 && *n > 0}};
+    for (const auto& x : mats) {
+      if (x.p != nullptr || !x.used) continue;
+      const Dist d = scalapack_dist(ctx, x.desc, type, g.nprow, g.npcol, g.myrow, g.mycol, ranks);
+      if (d.rows > 0 && d.cols > 0)
+        return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL but this rank holds a %lld x %lld block of it", x.name,
+                    static_cast<long long>(d.rows), static_cast<long long>(d.cols));
+    }
     return TSR_SUCCESS;
   };
   const tsr_status st = local();
-  uint64_t same = 0;
+  std::vector<Same> same;
   if (st == TSR_SUCCESS) {
     double al = static_cast<double>(*alpha), be = static_cast<double>(*beta);
     int64_t abits = 0, bbits = 0;
     std::memcpy(&abits, &al, 8);
     std::memcpy(&bbits, &be, 8);
-    same = digest({ta, tb, *m, *n, *k, abits, bbits, *ia, *ja, *ib, *jb, *ic, *jc, desca[2], desca[3], descb[2],
-                   descb[3], descc[2], descc[3], desca[4], desca[5], descb[4], descb[5], descc[4], descc[5]});
+    same = {{"transa", ta},      {"transb", tb},       {"m", *m},   {"n", *n},   {"k", *k},   {"alpha", abits, true},
+            {"beta", bbits, true}, {"ia", *ia},        {"ja", *ja}, {"ib", *ib}, {"jb", *jb}, {"ic", *ic},
+            {"jc", *jc},         {"desca[2] (M_A)", desca[2]}, {"desca[3] (N_A)", desca[3]},
+            {"descb[2] (M_B)", descb[2]}, {"descb[3] (N_B)", descb[3]}, {"descc[2] (M_C)", descc[2]},
+            {"descc[3] (N_C)", descc[3]}, {"desca[4] (MB_A)", desca[4]}, {"desca[5] (NB_A)", desca[5]},
+            {"descb[4] (MB_B)", descb[4]}, {"descb[5] (NB_B)", descb[5]}, {"descc[4] (MB_C)", descc[4]},
+            {"descc[5] (NB_C)", descc[5]}};
   }
-  TSR_TRY(agree(*ctx->world, st, st == TSR_SUCCESS ? &same : nullptr));
+  TSR_TRY(agree(*ctx->world, st, same));
 
   // The BLACS grid over the cached context: context rank = prow*npcol + pcol.
   std::vector<int> rank_of(static_cast<size_t>(g.nprow * g.npcol));

@@ -233,35 +233,41 @@ tsr_status tsr_ring_create(tsr_grid grid, tsr_grid_axis axis, tsr_ring* ring) {
 }
 
 tsr_status tsr_ring_create_comm(tsr_context ctx, MPI_Comm comm, tsr_ring* ring) {
+  const bool ctx_ok = tsr::check_context(ctx) == TSR_SUCCESS;
   tsr_status st = [&]() -> tsr_status {
-    TSR_TRY(tsr::check_context(ctx));
+    // Without a communicator nothing can be agreed on; with one, every other
+    // check (ctx included) is agreed on over comm, so that a bad argument on
+    // one rank fails the call on every rank instead of leaving them blocked.
     if (comm == MPI_COMM_NULL) return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'comm' is MPI_COMM_NULL");
     int inter = 0;
     TSR_MPI_TRY(MPI_Comm_test_inter(comm, &inter));
     if (inter) return tsr::fail(TSR_ERR_UNSUPPORTED, "argument 'comm' is an intercommunicator");
-    // Every rank of comm must be a rank of the context (its ledger and node map).
-    int n = 0;
-    TSR_MPI_TRY(MPI_Comm_size(comm, &n));
-    std::vector<int> mine(static_cast<size_t>(n)), theirs(static_cast<size_t>(n), MPI_UNDEFINED);
-    for (int i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = i;
-    MPI_Group g = MPI_GROUP_NULL, gc = MPI_GROUP_NULL;
-    TSR_MPI_TRY(MPI_Comm_group(comm, &g));
-    int rc = MPI_Comm_group(ctx->comm, &gc);
-    if (rc == MPI_SUCCESS) rc = MPI_Group_translate_ranks(g, n, mine.data(), gc, theirs.data());
-    MPI_Group_free(&g);
-    if (gc != MPI_GROUP_NULL) MPI_Group_free(&gc);
-    if (rc != MPI_SUCCESS) return tsr::mpi_fail(rc, "MPI_Group_translate_ranks");
-    tsr_status local = TSR_SUCCESS;
-    for (int i = 0; i < n && local == TSR_SUCCESS; ++i)
-      if (theirs[static_cast<size_t>(i)] == MPI_UNDEFINED)
-        local = tsr::fail(TSR_ERR_INVALID_ARG, "argument 'comm': its rank %d is not a rank of the context's "
-                          "communicator", i);
-    if (local == TSR_SUCCESS && ring == nullptr) local = tsr::fail(TSR_ERR_INVALID_ARG, "argument 'ring' is NULL");
-    TSR_TRY(tsr::agree_raw(comm, &ctx->ledger, local));
+    auto local = [&]() -> tsr_status {
+      TSR_TRY(tsr::check_context(ctx));
+      // Every rank of comm must be a rank of the context (its ledger and node map).
+      int n = 0;
+      TSR_MPI_TRY(MPI_Comm_size(comm, &n));
+      std::vector<int> mine(static_cast<size_t>(n)), theirs(static_cast<size_t>(n), MPI_UNDEFINED);
+      for (int i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = i;
+      MPI_Group g = MPI_GROUP_NULL, gc = MPI_GROUP_NULL;
+      TSR_MPI_TRY(MPI_Comm_group(comm, &g));
+      int rc = MPI_Comm_group(ctx->comm, &gc);
+      if (rc == MPI_SUCCESS) rc = MPI_Group_translate_ranks(g, n, mine.data(), gc, theirs.data());
+      MPI_Group_free(&g);
+      if (gc != MPI_GROUP_NULL) MPI_Group_free(&gc);
+      if (rc != MPI_SUCCESS) return tsr::mpi_fail(rc, "MPI_Group_translate_ranks");
+      for (int i = 0; i < n; ++i)
+        if (theirs[static_cast<size_t>(i)] == MPI_UNDEFINED)
+          return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'comm': its rank %d is not a rank of the context's "
+                           "communicator", i);
+      if (ring == nullptr) return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'ring' is NULL");
+      return TSR_SUCCESS;
+    };
+    TSR_TRY(tsr::agree_raw(comm, ctx_ok ? &ctx->ledger : nullptr, local()));
     *ring = nullptr;
     return tsr::make_ring(ctx, comm, ring);
   }();
-  return finish(tsr::check_context(ctx) == TSR_SUCCESS ? ctx : nullptr, "tsr_ring_create_comm", st);
+  return finish(ctx_ok ? ctx : nullptr, "tsr_ring_create_comm", st);
 }
 
 tsr_status tsr_ring_destroy(tsr_ring* ring) {
@@ -367,7 +373,8 @@ tsr_status tsr_ring_exchange(tsr_ring ring, const tsr_ring_buffer* buffers, int 
     }();
     if (local == TSR_SUCCESS)
       for (int i = 0; i < nbuffers; ++i) same = tsr::digest({buffers[i].type, buffers[i].mode}, same);
-    TSR_TRY(tsr::agree(c, local, &same));
+    TSR_TRY(tsr::agree(c, local, std::vector<tsr::Same>{{"nbuffers", nbuffers},
+                                                         {"buffers[i].type or .mode", static_cast<int64_t>(same & 0x7fffffffffffffffull), true}}));
     // Everyone's counts (control traffic), then the slots.
     const size_t nb = static_cast<size_t>(nbuffers);
     std::vector<int64_t> mine(nb + 1, 0), all((nb + 1) * static_cast<size_t>(p), 0);

@@ -1,5 +1,8 @@
 // Public accounted collectives on a grid axis: check locally, agree on the
 // axis (status and a digest of the arguments), then call the transport.
+#include <climits>
+#include <vector>
+
 #include "core.hpp"
 #include "grid.hpp"
 
@@ -25,6 +28,8 @@ tsr_status check_common(tsr_dtype type, size_t count, const void* a, const char*
   if (count > 0 && a == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL with count = %zu", an, count);
   if (count > 0 && bn != nullptr && b == nullptr)
     return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL with count = %zu", bn, count);
+  if (count > static_cast<size_t>(INT_MAX))
+    return fail(TSR_ERR_UNSUPPORTED, "argument 'count' = %zu exceeds INT_MAX elements (one MPI call)", count);
   return TSR_SUCCESS;
 }
 
@@ -35,11 +40,19 @@ tsr_status check_op_arg(tsr_op op) {
 
 // Runs `local` (the local checks), agrees on the axis, then runs `move`.
 template <class Local, class Move>
-tsr_status run(tsr_grid grid, tsr_grid_axis axis, uint64_t same, Local local, Move move) {
+tsr_status run(tsr_grid grid, tsr_grid_axis axis, const std::vector<Same>& same, Local local, Move move) {
   const Comm* c = nullptr;
   TSR_TRY(axis_of(grid, axis, &c));
-  TSR_TRY(agree(*c, local(*c), &same));
+  TSR_TRY(agree(*c, local(*c), same));
   return move(*c);
+}
+
+// What every rank of the axis must pass alike: the call (which collective)
+// and its count, type and one of root, op or shift.
+std::vector<Same> named(int call, size_t count, tsr_dtype type, int64_t x = 0, const char* xname = nullptr) {
+  std::vector<Same> v{{"the collective called", call, true}, {"count", static_cast<int64_t>(count)}, {"type", type}};
+  if (xname) v.push_back({xname, x});
+  return v;
 }
 
 tsr_context ctx_of(tsr_grid g) { return g != nullptr && g->magic == tsr_grid_s::kMagic ? g->ctx : nullptr; }
@@ -53,7 +66,7 @@ extern "C" {
 
 tsr_status tsr_bcast(tsr_grid grid, tsr_grid_axis axis, void* buf, size_t count, tsr_dtype type, int root) {
   tsr_status st = tsr::run(
-      grid, axis, tsr::digest({1, static_cast<int64_t>(count), type, root}),
+      grid, axis, tsr::named(1, count, type, root, "root"),
       [&](const tsr::Comm& c) {
         TSR_TRY(tsr::check_common(type, count, buf, "buf", nullptr, nullptr));
         if (root < 0 || root >= c.size())
@@ -68,7 +81,7 @@ tsr_status tsr_bcast(tsr_grid grid, tsr_grid_axis axis, void* buf, size_t count,
 tsr_status tsr_allreduce(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, void* rbuf, size_t count,
                          tsr_dtype type, tsr_op op) {
   tsr_status st = tsr::run(
-      grid, axis, tsr::digest({2, static_cast<int64_t>(count), type, op}),
+      grid, axis, tsr::named(2, count, type, op, "op"),
       [&](const tsr::Comm&) {
         TSR_TRY(tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"));
         return tsr::check_op_arg(op);
@@ -80,7 +93,7 @@ tsr_status tsr_allreduce(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, vo
 tsr_status tsr_allgather(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, size_t count, void* rbuf,
                          tsr_dtype type) {
   tsr_status st = tsr::run(
-      grid, axis, tsr::digest({3, static_cast<int64_t>(count), type}),
+      grid, axis, tsr::named(3, count, type),
       [&](const tsr::Comm&) { return tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"); },
       [&](const tsr::Comm& c) { return tsr::allgather(c, sbuf, count, rbuf, type); });
   return finish(tsr::ctx_of(grid), "tsr_allgather", st);
@@ -89,7 +102,7 @@ tsr_status tsr_allgather(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, si
 tsr_status tsr_reduce_scatter(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, void* rbuf, size_t count,
                               tsr_dtype type, tsr_op op) {
   tsr_status st = tsr::run(
-      grid, axis, tsr::digest({4, static_cast<int64_t>(count), type, op}),
+      grid, axis, tsr::named(4, count, type, op, "op"),
       [&](const tsr::Comm&) {
         TSR_TRY(tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"));
         if (sbuf == rbuf && count > 0)
@@ -104,7 +117,7 @@ tsr_status tsr_reduce_scatter(tsr_grid grid, tsr_grid_axis axis, const void* sbu
 tsr_status tsr_alltoall(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, void* rbuf, size_t count,
                         tsr_dtype type) {
   tsr_status st = tsr::run(
-      grid, axis, tsr::digest({5, static_cast<int64_t>(count), type}),
+      grid, axis, tsr::named(5, count, type),
       [&](const tsr::Comm&) {
         TSR_TRY(tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"));
         if (sbuf == rbuf && count > 0)
@@ -119,7 +132,7 @@ tsr_status tsr_alltoall(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, voi
 tsr_status tsr_shift(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, void* rbuf, size_t count, tsr_dtype type,
                      int shift) {
   tsr_status st = tsr::run(
-      grid, axis, tsr::digest({6, static_cast<int64_t>(count), type, shift}),
+      grid, axis, tsr::named(6, count, type, shift, "shift"),
       [&](const tsr::Comm&) {
         TSR_TRY(tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"));
         if (sbuf == rbuf && count > 0)

@@ -120,7 +120,8 @@ tsr_status create(MPI_Comm comm, const tsr_context_config* config, tsr_context* 
     MPI_Comm_free(&dup);
     return mpi_fail(rc, "MPI_Comm_set_errhandler");
   }
-  tsr_status st = agree_raw(dup, nullptr, local);
+  // Settings that differ across ranks would give different node maps.
+  tsr_status st = agree_raw(dup, nullptr, local, std::vector<Same>{{"config->ranks_per_node", rpn}});
   if (st != TSR_SUCCESS) {
     MPI_Comm_free(&dup);
     return st;
@@ -167,7 +168,13 @@ tsr_status tsr_context_destroy(tsr_context* ctx) {
                                      c->live_grids)
        : c->live_rings > 0 ? tsr::fail(TSR_ERR_STATE, "%d ring(s) of this context are still alive: destroy them first",
                                        c->live_rings)
-                           : TSR_SUCCESS;
+       : c->live_reports > 0
+           ? tsr::fail(TSR_ERR_STATE, "%d report(s) of this context are still alive: destroy them first",
+                       c->live_reports.load())
+       : c->live_optimizers > 0
+           ? tsr::fail(TSR_ERR_STATE, "%d optimizer(s) of this context are still alive: destroy them first",
+                       c->live_optimizers.load())
+           : TSR_SUCCESS;
   st = tsr::agree(*c->world, st);
   if (st != TSR_SUCCESS) return finish(c, "tsr_context_destroy", st);
   c->world.reset();

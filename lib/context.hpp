@@ -1,6 +1,7 @@
 // The context object behind tsr_context. Not installed.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,10 @@ struct tsr_context_s {
   std::unique_ptr<tsr::Comm> world;  // transport view of `comm`
   int live_grids = 0;
   int live_rings = 0;  // tsr_ring objects over this context (collectives/ring.cpp)
+  // Reports (tsr_report, tsr_energy_report) and optimizers of this context:
+  // destroying the context refuses while any lives (their destroy calls are
+  // local and may come from any thread, hence atomic).
+  std::atomic<int> live_reports{0}, live_optimizers{0};
   // Workspace reused by the distributed GEMM and its redistributions
   // (collectives/gemm_internal.hpp, Pool): grows to the largest call, freed
   // with the context or by tsr_gemm_workspace_release.

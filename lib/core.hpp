@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -63,6 +64,27 @@ inline std::vector<std::string> split(const char* p, size_t n) {
       start = i + 1;
     }
   return v;
+}
+
+// *out = the product of xs; false (*out untouched) where it overflows size_t.
+// Every size product formed from arguments goes through here (or through an
+// equivalent bound checked first), so that huge sizes fail with a status
+// instead of wrapping into a short buffer.
+inline bool checked_mul(size_t* out, std::initializer_list<size_t> xs) {
+  size_t r = 1;
+  for (size_t x : xs) {
+    if (x != 0 && r > SIZE_MAX / x) {
+      for (size_t y : xs)
+        if (y == 0) {  // a zero factor: the product is 0 whatever the others
+          *out = 0;
+          return true;
+        }
+      return false;
+    }
+    r *= x;
+  }
+  *out = r;
+  return true;
 }
 
 const char* dtype_name(tsr_dtype type);

@@ -23,6 +23,7 @@ struct tsr_energy_profile_s {
 struct tsr_energy_report_s {
   static constexpr unsigned kMagic = 0x4e9e4e9eu;
   unsigned magic = kMagic;
+  tsr_context ctx = nullptr;  // its live_reports counts this report
   tsr::energy::ReportData d;
   std::string source;
 };
@@ -49,15 +50,6 @@ namespace {
 constexpr size_t kWords = sizeof(tsr_counters) / sizeof(uint64_t);
 constexpr size_t kXWords = sizeof(tsr_region_extra) / sizeof(uint64_t);
 static_assert(sizeof(tsr_region_extra) % sizeof(uint64_t) == 0, "tsr_region_extra must be a uint64_t array");
-
-uint64_t fnv(uint64_t h, const std::string& s) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  h ^= 0xff;
-  return h * 1099511628211ull;
-}
 
 tsr_status check_profile(tsr_energy_profile p) {
   if (p == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument 'profile' is NULL");
@@ -179,8 +171,11 @@ tsr_status start(tsr_context ctx, const tsr_energy_config* cfg) {
   if (local == TSR_SUCCESS && ctx->ledger.open_regions() > 0)
     local = fail(TSR_ERR_STATE, "%zu region(s) are open: tsr_energy_start needs every region but \"total\" closed, so "
                  "that meters see whole regions", ctx->ledger.open_regions());
-  const uint64_t digest = fnv(fnv(static_cast<uint64_t>(meters) * 31u + static_cast<uint64_t>(matrix), root), lib);
-  TSR_TRY(agree(*ctx->world, local, &digest));
+  TSR_TRY(agree(*ctx->world, local,
+                std::vector<Same>{{"config->meters", meters},
+                                  {"config->comm_matrix", matrix ? 1 : 0},
+                                  {"config->powercap_root", hash_bytes(root.data(), root.size()), true},
+                                  {"config->nvml_library", hash_bytes(lib.data(), lib.size()), true}}));
 
   ContextEnergy& e = energy_of(ctx);
   if (!e.leader_known) {
@@ -237,6 +232,9 @@ tsr_status stop(tsr_context ctx) {
 // ------------------------------------------------------------------ report
 tsr_status create_report(tsr_context ctx, tsr_energy_profile profile, int root, tsr_energy_report* out) {
   TSR_TRY(check_context(ctx));
+  // Snapshot first, before any agreement: the report's own traffic is not in it.
+  const std::map<std::string, tsr_counters> snap = ctx->ledger.snapshot();
+  const std::map<std::string, RegionExtra> snapx = ctx->ledger.snapshot_extra();
   tsr_status local = TSR_SUCCESS;
   Profile prof;
   if (out == nullptr) local = fail(TSR_ERR_INVALID_ARG, "argument 'report' is NULL");
@@ -258,9 +256,6 @@ tsr_status create_report(tsr_context ctx, tsr_energy_profile profile, int root, 
                 "ranks", root, prof.name.c_str());
   *out = nullptr;
 
-  // Snapshot first: the report's own traffic is not in it.
-  const std::map<std::string, tsr_counters> snap = ctx->ledger.snapshot();
-  const std::map<std::string, RegionExtra> snapx = ctx->ledger.snapshot_extra();
   std::vector<std::string> names;
   for (const auto& kv : snap) names.push_back(kv.first);
 
@@ -384,6 +379,8 @@ tsr_status create_report(tsr_context ctx, tsr_energy_profile profile, int root, 
     if (parts.size() > 2) d.notes = split_with(parts[2], '\n');
   }
   r->source = d.source_line();
+  r->ctx = ctx;
+  ctx->live_reports += 1;
   *out = r.release();
   return TSR_SUCCESS;
 }
@@ -562,6 +559,7 @@ tsr_status tsr_energy_report_destroy(tsr_energy_report* report) {
   if (st == TSR_SUCCESS && *report != nullptr) st = tsr::energy::check_report(*report);
   if (st == TSR_SUCCESS && *report != nullptr) {
     (*report)->magic = 0;
+    (*report)->ctx->live_reports -= 1;
     delete *report;
     *report = nullptr;
   }

@@ -114,7 +114,9 @@ tsr_status destroy(tsr_grid* grid) {
   if (*grid == nullptr) return TSR_SUCCESS;
   TSR_TRY(check_grid(*grid, "*grid"));
   tsr_grid g = *grid;
-  TSR_TRY(agree(*g->ctx->world, TSR_SUCCESS));
+  TSR_TRY(agree(*g->ctx->world, g->live_matrices > 0 ? fail(TSR_ERR_STATE, "%d matrix descriptor(s) on this grid are "
+                                                            "still alive: destroy them first", g->live_matrices.load())
+                                                     : TSR_SUCCESS));
   for (auto& c : g->comms) c.reset();
   g->ctx->live_grids -= 1;
   g->magic = 0;

@@ -1,6 +1,7 @@
 // The grid object behind tsr_grid. Not installed.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -11,6 +12,7 @@ struct tsr_grid_s {
   static constexpr unsigned kMagic = 0x6e1d6e1du;
   unsigned magic = kMagic;
   tsr_context ctx = nullptr;
+  std::atomic<int> live_matrices{0};  // tsr_matrix descriptors on this grid (local destroy, any thread)
   tsr_grid_kind kind = TSR_GRID_1D;
   tsr::Dims dims{1, 1, 1};
   int size = 1;                         // dims[0]*dims[1]*dims[2]

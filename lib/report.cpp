@@ -14,6 +14,7 @@
 struct tsr_report_s {
   static constexpr unsigned kMagic = 0x4e904e90u;
   unsigned magic = kMagic;
+  tsr_context ctx = nullptr;  // its live_reports counts this report
   int rank = 0, size = 1, root = 0;
   std::vector<std::string> paths;          // sorted; "total" first
   std::vector<tsr_counters> mine;          // per region, this rank
@@ -42,25 +43,21 @@ tsr_status check_region(tsr_report r, int region) {
 
 tsr_status create_report(tsr_context ctx, int root, tsr_report* out) {
   TSR_TRY(check_context(ctx));
-  tsr_status local = TSR_SUCCESS;
-  if (out == nullptr) local = fail(TSR_ERR_INVALID_ARG, "argument 'report' is NULL");
-  else if (root < 0 || root >= ctx->size)
-    local = fail(TSR_ERR_INVALID_ARG, "argument 'root' = %d; expected 0 <= root < %d", root, ctx->size);
-  TSR_TRY(agree(*ctx->world, local));
-  int roots[2] = {root, -root}, both[2];
-  const Comm& w = *ctx->world;
-  TSR_TRY(allreduce(w, roots, both, 2, TSR_INT32, TSR_MAX, nullptr, Traffic::control));
-  if (both[0] != -both[1])
-    return fail(TSR_ERR_INVALID_ARG, "argument 'root' differs across ranks (this rank: %d)", root);
-  *out = nullptr;
-
-  // Snapshot first, so that the report's own traffic is not in it.
+  // Snapshot first, before any agreement, so that the report's own traffic is not in it.
   std::vector<std::string> names;
   std::vector<tsr_counters> snap;
   for (const auto& kv : ctx->ledger.snapshot()) {
     names.push_back(kv.first);
     snap.push_back(kv.second);
   }
+
+  tsr_status local = TSR_SUCCESS;
+  if (out == nullptr) local = fail(TSR_ERR_INVALID_ARG, "argument 'report' is NULL");
+  else if (root < 0 || root >= ctx->size)
+    local = fail(TSR_ERR_INVALID_ARG, "argument 'root' = %d; expected 0 <= root < %d", root, ctx->size);
+  const Comm& w = *ctx->world;
+  TSR_TRY(agree(w, local, std::vector<Same>{{"root", root}}));
+  *out = nullptr;
 
   // Union of region paths: gather to root, root merges, broadcast back.
   std::string packed = join(names);
@@ -116,6 +113,8 @@ tsr_status create_report(tsr_context ctx, int root, tsr_report* out) {
   TSR_TRY(allreduce(w, src, r->sum.data(), words, TSR_INT64, TSR_SUM, nullptr, Traffic::control));
   if (ctx->rank == root) r->all.assign(nreg * static_cast<size_t>(ctx->size), zero);
   TSR_TRY(gather(w, src, words, r->all.data(), TSR_INT64, root, nullptr, Traffic::control));
+  r->ctx = ctx;
+  ctx->live_reports += 1;
   *out = r.release();
   return TSR_SUCCESS;
 }
@@ -231,6 +230,7 @@ tsr_status tsr_report_destroy(tsr_report* report) {
   else if (*report != nullptr) st = tsr::check_report(*report);
   if (st == TSR_SUCCESS && *report != nullptr) {
     (*report)->magic = 0;
+    (*report)->ctx->live_reports -= 1;
     delete *report;
     *report = nullptr;
   }

@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <cstring>
+#include <string>
 
 #include "backend.hpp"
 #include "context.hpp"
@@ -347,6 +348,60 @@ tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local, const uint
 
 tsr_status agree(const Comm& c, tsr_status local, const uint64_t* same) {
   return agree_raw(c.mpi(), &c.ledger(), local, same);
+}
+
+int64_t hash_bytes(const void* p, size_t n, uint64_t h) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i) {
+    h ^= b[i];
+    h *= 1099511628211ull;
+  }
+  return static_cast<int64_t>(h & 0x7fffffffffffffffull);
+}
+
+tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local, const std::vector<Same>& args) {
+  uint64_t h = 1469598103934665603ull;
+  for (const Same& a : args) h = digest({a.value}, h);
+  const tsr_status st = agree_raw(comm, ledger, local, &h);
+  if (st != TSR_ERR_INVALID_ARG || local != TSR_SUCCESS || args.empty()) return st;
+  // Only the digest test's failure (every rank succeeded locally, so every
+  // rank gets here together) takes the second all-reduce.
+  const std::string msg = pending_message();
+  if (msg.rfind("arguments differ", 0) != 0) return st;
+  int rank = 0, size = 1;
+  TSR_MPI_TRY(MPI_Comm_rank(comm, &rank));
+  TSR_MPI_TRY(MPI_Comm_size(comm, &size));
+  const size_t n = args.size();
+  // {v_i, -v_i} under MAX: the largest and the smallest value of each.
+  std::vector<int64_t> in(2 * n), out(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    in[2 * i] = args[i].value;
+    in[2 * i + 1] = args[i].value == INT64_MIN ? INT64_MAX : -args[i].value;
+  }
+  if (ledger) {
+    WireModel m = model_allreduce(rank, size, 2 * n, sizeof(int64_t));
+    for (const WireEdge& e : m.sent) ledger->coll_wire_sent(TSR_PEER_NODE, e.messages, e.bytes, Traffic::control);
+    for (const WireEdge& e : m.recv) ledger->coll_wire_recv(TSR_PEER_NODE, e.messages, e.bytes, Traffic::control);
+  }
+  TSR_MPI_TRY(MPI_Allreduce(in.data(), out.data(), static_cast<int>(2 * n), MPI_INT64_T, MPI_MAX, comm));
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t hi = out[2 * i], lo = -out[2 * i + 1];
+    if (hi == lo) continue;
+    // A header name is quoted; a description (with a space) is not.
+    const bool word = std::strchr(args[i].name, ' ') == nullptr;
+    const std::string what = word ? "argument '" + std::string(args[i].name) + "'" : std::string(args[i].name);
+    if (args[i].hashed)
+      return fail(TSR_ERR_INVALID_ARG, "%s differs across the %d ranks of the communicator; every rank must pass the "
+                  "same", what.c_str(), size);
+    return fail(TSR_ERR_INVALID_ARG, "%s differs across the %d ranks of the communicator (values from %lld to %lld; "
+                "this rank: %lld); every rank must pass the same", what.c_str(), size, static_cast<long long>(lo),
+                static_cast<long long>(hi), static_cast<long long>(args[i].value));
+  }
+  return st;  // a digest collision of different lists: keep the generic message
+}
+
+tsr_status agree(const Comm& c, tsr_status local, const std::vector<Same>& args) {
+  return agree_raw(c.mpi(), &c.ledger(), local, args);
 }
 
 }  // namespace tsr

@@ -117,10 +117,29 @@ tsr_status test(const Comm& c, Request* req, int* done);
 // that rank (its rank in c) and carrying its message. If `same` is given, every rank
 // must also pass the same value (a digest of sizes, types, root...), else all
 // ranks get TSR_ERR_INVALID_ARG. One 24-byte all-reduce when all succeeded
-// (plus a 516-byte broadcast on failure). Charged as control traffic.
+// (plus a 516-byte broadcast on failure). Charged as control traffic. The
+// named form below adds, only where the digests differ, one all-reduce of
+// 2 int64 per named argument.
 tsr_status agree(const Comm& c, tsr_status local, const uint64_t* same = nullptr);
 // The same on a bare MPI communicator; charges `ledger` if not null.
 tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local, const uint64_t* same = nullptr);
+
+// A named argument that must be the same on every rank: its header name and
+// its value (or, with hashed set, a digest of an array or string: the
+// message then gives no values).
+struct Same {
+  const char* name;
+  int64_t value;
+  bool hashed = false;
+};
+// agree() on the digest of `args`; where they differ, every rank gets
+// TSR_ERR_INVALID_ARG naming the first argument that differs, its smallest
+// and largest value and this rank's (one more all-reduce of 2*args.size()
+// int64, control traffic, only on that failure path).
+tsr_status agree(const Comm& c, tsr_status local, const std::vector<Same>& args);
+tsr_status agree_raw(MPI_Comm comm, Ledger* ledger, tsr_status local, const std::vector<Same>& args);
+// A value for Same: a digest of bytes (strings, arrays of a fixed type).
+int64_t hash_bytes(const void* p, size_t n, uint64_t h = 1469598103934665603ull);
 
 // The modelled wire traffic of a collective (WireModel, model_*) is declared
 // in wire_model.hpp, included above.

@@ -84,17 +84,14 @@ tsr_status create(tsr_context ctx, tsr_opt_preset preset, tsr_opt_dist dist, tsr
   }
   if (out != nullptr) *out = nullptr;
   Hash h;
-  h.add(static_cast<uint64_t>(preset));
-  h.add(static_cast<uint64_t>(dist));
-  h.add(static_cast<uint64_t>(type));
-  h.add(static_cast<uint64_t>(ngroups));
   if (local == TSR_SUCCESS)
     for (size_t g = 0; g < ngroups; ++g) h.add(static_cast<uint64_t>(sizes[g]));
-  uint64_t same = h.h;
-  tsr_status st = agree(world, local, &same);
-  if (st == TSR_ERR_INVALID_ARG && local == TSR_SUCCESS && pending_message().rfind("arguments differ", 0) == 0)
-    st = fail(TSR_ERR_INVALID_ARG, "the preset, distribution, parameter type or group sizes differ across the %d "
-              "ranks; every rank must pass the same", world.size());
+  tsr_status st = agree(world, local,
+                        std::vector<Same>{{"preset", preset},
+                                          {"dist", dist},
+                                          {"param_type", type},
+                                          {"ngroups", static_cast<int64_t>(ngroups)},
+                                          {"group_sizes", static_cast<int64_t>(h.h & 0x7fffffffffffffffull), true}});
   TSR_TRY(st);
 
   // Build it (allocation failures are agreed on below).
@@ -139,6 +136,7 @@ tsr_status create(tsr_context ctx, tsr_opt_preset preset, tsr_opt_dist dist, tsr
     }
   }
   TSR_TRY(agree(world, local));
+  o->ctx->live_optimizers += 1;
   *out = o.release();
   return TSR_SUCCESS;
 }
@@ -224,7 +222,15 @@ class Stepper {
   Stepper(tsr_optimizer_s& o, void* params, void* grads, int64_t t)
       : o_(o), world_(*o.ctx->world), params_(params), grads_(grads), t_(t), ng_(o.ngroups()) {}
 
+  // The whole step: check(), then apply().
   tsr_status run() {
+    TSR_TRY(check());
+    return apply();
+  }
+
+  // Steps 1-3: gradients in, the norms, the clip factor; TSR_ERR_NUMERIC
+  // (nothing changed) where a norm is not finite.
+  tsr_status check() {
     o_.passes = 0;
     o_.norm_allreduces = 0;
     o_.step_bytes = 0;
@@ -269,7 +275,7 @@ class Stepper {
       else pass_a(0, o_.items.size(), true);
     }
     o_.passes = 1;
-    double gs = scale_;
+    gs_ = scale_;
     if (norm_first) {
       // Per-group sums of G^2, assembled over the ranks (L float64).
       std::vector<double> g2s(ng_, 0.0);
@@ -279,8 +285,8 @@ class Stepper {
         o_.norm_allreduces += 1;
       }
       TSR_TRY(clip_from(g2s, 1));
-      gs = scale_ * o_.clip;
-      coefs(gs);
+      gs_ = scale_ * o_.clip;
+      coefs(gs_);
       pass_a(0, o_.items.size(), true, false);  // the gradient norm is known: skip plain groups
       o_.passes += 1;
     }
@@ -299,7 +305,7 @@ class Stepper {
     }
     if (!norm_first) {
       TSR_TRY(clip_from(sums_, 3));
-      gs = scale_ * o_.clip;
+      gs_ = scale_ * o_.clip;
     }
     for (size_t g = 0; g < ng_; ++g)
       if (adapt_[g] && !(std::isfinite(sums_[3 * g + 1]) && std::isfinite(sums_[3 * g + 2])))
@@ -309,7 +315,7 @@ class Stepper {
     // 3. Pass A ran at clip factor 1 but clipping scales: LAMB needs the
     // update norms at the clipped scale (LARS gets them from the sums).
     if (!norm_first && o_.clip != 1.0 && lamb_) {
-      coefs(gs);
+      coefs(gs_);
       pass_a(0, o_.items.size(), false);
       o_.passes += 1;
       usums_.assign(ng_, 0.0);
@@ -324,8 +330,14 @@ class Stepper {
       }
     }
 
+    return TSR_SUCCESS;
+  }
+
+  // Steps 4-5, after check() succeeded: the update, and the parameters to
+  // every rank.
+  tsr_status apply() {
     // 4. Ratios and pass B.
-    ratios(gs);
+    ratios(gs_);
     pass_b();
     o_.passes += 1;
 
@@ -358,9 +370,6 @@ class Stepper {
     va_start(ap, fmt);
     std::vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    o_.last_skipped = true;
-    o_.skipped += 1;
-    o_.clip = 1.0;
     return fail(TSR_ERR_NUMERIC, "step %lld skipped: %s; parameters, state and step count are unchanged",
                 static_cast<long long>(t_), why);
   }
@@ -539,7 +548,7 @@ class Stepper {
   const size_t ng_;
   size_t esize_ = 4;
   bool bf16_ = false, lamb_ = true;
-  double scale_ = 1;
+  double scale_ = 1, gs_ = 1;
   Bufs bufs_{};
   std::vector<char> adapt_;
   std::vector<LambCoef> lcoef_;
@@ -550,10 +559,8 @@ class Stepper {
 
 // Local checks of a step, the learning rates, and the digest every rank must share.
 tsr_status prepare_step(tsr_optimizer_s& o, const void* params, const void* grads, size_t count, int64_t t,
-                        uint64_t* digest) {
-  Hash h;
-  h.add(static_cast<uint64_t>(t));
-  h.add(static_cast<uint64_t>(o.n));
+                        std::vector<Same>* same) {
+  Hash h;  // the schedule's values
   if (count == TSR_COUNT_INVALID)
     return fail(TSR_ERR_SHAPE, "argument 'count' is TSR_COUNT_INVALID: the caller found a size error on this rank");
   if (count != o.n)
@@ -590,8 +597,11 @@ tsr_status prepare_step(tsr_optimizer_s& o, const void* params, const void* grad
     o.hyper_digest = hp.h;
     o.hyper_dirty = false;
   }
-  h.add(o.hyper_digest);
-  *digest = h.h;
+  *same = {{"the step number (steps taken or loaded, plus one)", t},
+           {"a hyperparameter (tsr_optimizer_set_param, _set_group_param)",
+            static_cast<int64_t>(o.hyper_digest & 0x7fffffffffffffffull), true},
+           {"a learning rate of the schedule (tsr_optimizer_set_schedule)",
+            static_cast<int64_t>(h.h & 0x7fffffffffffffffull), true}};
   return TSR_SUCCESS;
 }
 
@@ -600,34 +610,45 @@ tsr_status step(tsr_optimizer opt, void* params, void* grads, size_t count) {
   tsr_optimizer_s& o = *opt;
   const Comm& world = *o.ctx->world;
   const int64_t t = o.step + 1;
-  uint64_t digest = 0;
+  std::vector<Same> same;
   std::vector<double> lr_before = o.lr;
-  const tsr_status local = prepare_step(o, params, grads, count, t, &digest);
-  tsr_status st = agree(world, local, &digest);
-  if (st == TSR_ERR_INVALID_ARG && local == TSR_SUCCESS && pending_message().rfind("arguments differ", 0) == 0)
-    st = fail(TSR_ERR_INVALID_ARG, "the step count, hyperparameters or schedule values differ across the %d ranks "
-              "(step %lld); every rank must set the same", world.size(), static_cast<long long>(t));
-  if (st != TSR_SUCCESS) {
+  const double clip_before = o.clip, norm_before = o.grad_norm;
+  tsr_status local = prepare_step(o, params, grads, count, t, &same);
+  Stepper s(o, params, grads, t);
+  // Replicated steps decide locally whether the norms are finite (nothing is
+  // reduced): decide before the agreement, so that a non-finite value on one
+  // rank skips the step on every rank (no second agreement, no extra bytes).
+  const bool checked_first = o.dist == TSR_OPT_REPLICATED;
+  if (checked_first && local == TSR_SUCCESS) local = s.check();
+  tsr_status st = agree(world, local, same);
+  if (st == TSR_SUCCESS) {
+    if (o.dist == TSR_OPT_DATA_PARALLEL) {  // buckets follow TSR_OPT_BUCKET_BYTES
+      const size_t e = bucket_elems(o.hyper[0][TSR_OPT_BUCKET_BYTES], tsr_dtype_size(o.type));
+      if (e != o.bucket || o.bucket_first.empty()) {
+        o.bucket = e;
+        o.bucket_first.clear();
+        const size_t nb = o.n == 0 ? 0 : (o.n + e - 1) / e;
+        size_t i = 0;
+        for (size_t b = 0; b < nb; ++b) {
+          o.bucket_first.push_back(i);
+          while (i < o.items.size() && o.items[i].begin < (b + 1) * e) ++i;
+        }
+        o.bucket_first.push_back(o.items.size());
+      }
+    }
+    o.last_skipped = false;
+    st = checked_first ? s.apply() : s.run();
+  } else if (st != TSR_ERR_NUMERIC) {
     o.lr = lr_before;
+    o.clip = clip_before;
+    o.grad_norm = norm_before;
     return st;
   }
-  if (o.dist == TSR_OPT_DATA_PARALLEL) {  // buckets follow TSR_OPT_BUCKET_BYTES
-    const size_t e = bucket_elems(o.hyper[0][TSR_OPT_BUCKET_BYTES], tsr_dtype_size(o.type));
-    if (e != o.bucket || o.bucket_first.empty()) {
-      o.bucket = e;
-      o.bucket_first.clear();
-      const size_t nb = o.n == 0 ? 0 : (o.n + e - 1) / e;
-      size_t i = 0;
-      for (size_t b = 0; b < nb; ++b) {
-        o.bucket_first.push_back(i);
-        while (i < o.items.size() && o.items[i].begin < (b + 1) * e) ++i;
-      }
-      o.bucket_first.push_back(o.items.size());
-    }
+  if (st == TSR_ERR_NUMERIC) {  // skipped (on every rank): parameters, state and step count unchanged
+    o.last_skipped = true;
+    o.skipped += 1;
+    o.clip = 1.0;
   }
-  o.last_skipped = false;
-  Stepper s(o, params, grads, t);
-  st = s.run();
   if (st == TSR_SUCCESS) o.step = t;
   return st;
 }
@@ -725,6 +746,7 @@ tsr_status tsr_optimizer_destroy(tsr_optimizer* opt) {
   const tsr_status st = tsr::check_optimizer(*opt, "*opt");
   if (st != TSR_SUCCESS) return finish(nullptr, "tsr_optimizer_destroy", st);
   (*opt)->magic = 0;
+  (*opt)->ctx->live_optimizers -= 1;
   delete *opt;
   *opt = nullptr;
   return TSR_SUCCESS;

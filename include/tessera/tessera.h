@@ -124,8 +124,9 @@ TSR_API tsr_status tsr_context_create(MPI_Comm comm, tsr_context* ctx);
 TSR_API tsr_status tsr_context_create_ex(MPI_Comm comm, const tsr_context_config* config,
                                          tsr_context* ctx);
 /* Free a context and everything it owns; sets *ctx to NULL. Destroying NULL
- * (*ctx == NULL) is a no-op. Grids and reports of the context must be freed
- * first. Collective over the context. */
+ * (*ctx == NULL) is a no-op. Grids, rings, reports (also energy reports) and
+ * optimizers of the context must be freed first: TSR_ERR_STATE on every rank
+ * otherwise, nothing freed. Collective over the context. */
 TSR_API tsr_status tsr_context_destroy(tsr_context* ctx);
 /* Rank and size in the context's communicator. Local. */
 TSR_API tsr_status tsr_context_rank(tsr_context ctx, int* rank);
@@ -185,7 +186,9 @@ TSR_API tsr_status tsr_grid_dims_create(tsr_grid_kind kind, int nranks, int allo
  * allow it. Collective over ctx; dims and kind must agree on all ranks. */
 TSR_API tsr_status tsr_grid_create(tsr_context ctx, tsr_grid_kind kind, const int dims[3],
                                    tsr_grid* grid);
-/* Free a grid; sets *grid to NULL (NULL is a no-op). Collective over the context. */
+/* Free a grid; sets *grid to NULL (NULL is a no-op). Its matrix descriptors
+ * must be freed first (TSR_ERR_STATE on every rank otherwise). Collective over
+ * the context. */
 TSR_API tsr_status tsr_grid_destroy(tsr_grid* grid);
 
 TSR_API tsr_status tsr_grid_get_kind(tsr_grid grid, tsr_grid_kind* kind);   /* local */

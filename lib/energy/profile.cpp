@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <sys/stat.h>
 #include <vector>
 
 #include "core.hpp"
@@ -35,6 +36,14 @@ struct DupFinder {
   };
   std::vector<Frame> stack;
   std::string duplicate;  // key path of the first duplicate
+  // The key path being parsed ("levels.self.pj_per_byte"), for messages
+  // about a value the JSON library rejects.
+  std::string path() const {
+    std::string p;
+    for (const Frame& g : stack)
+      if (g.object && !g.current.empty()) p += (p.empty() ? "" : ".") + g.current;
+    return p;
+  }
   bool operator()(int, json::parse_event_t ev, json& parsed) {
     switch (ev) {
       case json::parse_event_t::object_start: stack.push_back({true, {}, {}}); break;
@@ -240,9 +249,19 @@ tsr_status parse_profile(const std::string& text, const std::string& origin, con
     std::string what = e.what();
     const size_t at = what.find("at line ");
     what = at == std::string::npos ? what : what.substr(at);
-    return fail(TSR_ERR_INVALID_ARG, "energy profile %s: JSON syntax error %s", origin.c_str(), what.c_str());
+    const std::string key = dups.path();
+    return fail(TSR_ERR_INVALID_ARG, "energy profile %s: JSON syntax error %s%s%s", origin.c_str(), what.c_str(),
+                key.empty() ? "" : " (after key ", key.empty() ? "" : ("'" + key + "')").c_str());
   } catch (const std::exception& e) {
-    return fail(TSR_ERR_INVALID_ARG, "energy profile %s: %s", origin.c_str(), e.what());
+    // e.g. "[json.exception.out_of_range.406] number overflow parsing '1e999'": name the key, drop the library's tag.
+    std::string what = e.what();
+    const size_t tag = what.find("] ");
+    if (what.rfind("[json.exception.", 0) == 0 && tag != std::string::npos) what = what.substr(tag + 2);
+    if (what.rfind("number overflow parsing ", 0) == 0)
+      what = "the number " + what.substr(24) + " is out of range (not a finite double)";
+    const std::string key = dups.path();
+    return fail(TSR_ERR_INVALID_ARG, "energy profile %s: %s%s", origin.c_str(),
+                key.empty() ? "" : ("key '" + key + "': ").c_str(), what.c_str());
   }
   if (!dups.duplicate.empty())
     return fail(TSR_ERR_INVALID_ARG, "energy profile %s: key '%s' appears twice", origin.c_str(),
@@ -281,6 +300,10 @@ tsr_status load_profile(const std::string& path_arg, Profile* out) {
     *out = default_profile();
     return TSR_SUCCESS;
   }
+  struct stat sb;
+  if (::stat(path.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode))
+    return fail(TSR_ERR_IO, "cannot read energy profile '%s': not a regular file%s", path.c_str(),
+                S_ISDIR(sb.st_mode) ? " (a directory)" : "");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;

@@ -759,7 +759,7 @@ TEST(RingAttention, BadInputFailsOnEveryRank) {
     Local<double> x(c2, f2);
     const tsr_status st = tsr_attn_forward(env.ring, &x.cfg, &x.tq, &x.tk, &x.tv, &x.tm, &x.to, &x.tl);
     EXPECT_EQ(st, TSR_ERR_INVALID_ARG);
-    EXPECT_TRUE(tsr_test::contains(tsr_last_error(nullptr), "differ across")) << tsr_last_error(nullptr);
+    EXPECT_TRUE(tsr_test::contains(tsr_last_error(nullptr), "argument 'heads' differs across")) << tsr_last_error(nullptr);
     Case c3 = c;
     c3.d = r == 0 ? 4 : 5;
     AttnFull f3 = make_full(c3);
@@ -797,7 +797,7 @@ TEST(RingAttention, BadInputFailsOnEveryRank) {
     x.tm.data = x.mask.data();
     x.cfg.causal = world_rank() == last;
     EXPECT_EQ(fwd(x), TSR_ERR_INVALID_ARG);
-    EXPECT_TRUE(tsr_test::contains(tsr_last_error(nullptr), "differ across"));
+    EXPECT_TRUE(tsr_test::contains(tsr_last_error(nullptr), "argument 'cfg->causal' differs across"));
     // N = 2p: contiguous and striped give every rank 2 tokens, zigzag too.
     Case z = c;
     z.N = 2 * P;

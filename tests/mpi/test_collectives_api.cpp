@@ -253,12 +253,15 @@ void expect_delta(const Snap& before, const Snap& after, const tsr_counters& wan
 // The agreement every call makes on its axis: a 3-element int64 ring
 // all-reduce (control traffic, what this rank sends plus what it receives),
 // and, if a rank failed, a 516-byte binomial-tree broadcast from that rank.
-void add_ring_allreduce_control(tsr_counters& w, const Axis& x) {
+// m: elements of the all-reduce (3 for the agreement; where named arguments
+// differ, one more of 2 per argument finds the first that differs).
+void add_ring_allreduce_control(tsr_counters& w, const Axis& x, uint64_t m = 3) {
   const int p = x.p, r = x.pos;
   if (p <= 1) return;
-  auto ch = [&](int i) -> uint64_t { return 3 / p + (i < 3 % p ? 1 : 0); };
-  const uint64_t sent = (3 - ch(mod(r + 1, p))) + (3 - ch(mod(r + 2, p)));
-  const uint64_t recv = (3 - ch(r)) + (3 - ch(mod(r + 1, p)));
+  const uint64_t P = static_cast<uint64_t>(p);
+  auto ch = [&](int i) -> uint64_t { return m / P + (static_cast<uint64_t>(i) < m % P ? 1 : 0); };
+  const uint64_t sent = (m - ch(mod(r + 1, p))) + (m - ch(mod(r + 2, p)));
+  const uint64_t recv = (m - ch(r)) + (m - ch(mod(r + 1, p)));
   w.control.messages += 4 * static_cast<uint64_t>(p - 1);
   w.control.bytes += 8 * (sent + recv);
 }
@@ -660,11 +663,12 @@ TEST(Collectives, AgreementIsControlTrafficOnly) {
   std::vector<double> buf(64, 1.0), out(64 * static_cast<size_t>(n), 0.0);
   tsr_counters w = zero();
   add_ring_allreduce_control(w, x);
+  add_ring_allreduce_control(w, x, 2 * 3);  // the named arguments: the call, count, type
   const size_t count = x.pos == n - 1 ? 5 : 4;
   const Snap b = snap(ctx);
   EXPECT_EQ(tsr_allgather(g, TSR_AXIS_ALL, buf.data(), count, out.data(), TSR_FLOAT64), TSR_ERR_INVALID_ARG);
   expect_delta(b, snap(ctx), w, "allgather with differing counts");
-  EXPECT_TRUE(contains(tsr_last_error(ctx), "differ")) << tsr_last_error(ctx);
+  EXPECT_TRUE(contains(tsr_last_error(ctx), "argument 'count' differs")) << tsr_last_error(ctx);
   const Snap b2 = snap(ctx);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(tsr_bcast(g, TSR_AXIS_ALL, buf.data(), 4, TSR_FLOAT64, 0), TSR_SUCCESS);
   const Fields one = fields(want_bcast(x, 32, 0));
@@ -819,30 +823,37 @@ TEST_F(CollectiveErrors, ArgumentsDifferOnOneRank) {
   for (tsr_grid_axis axis : {TSR_AXIS_ALL, TSR_AXIS_ROW}) {
     const Axis x = axis_view(g, axis);
     if (x.p < 2) continue;  // nothing can differ on a one-member axis
-    tsr_counters w = zero();
-    add_ring_allreduce_control(w, x);
+    // The agreement, then the all-reduce that names the differing argument:
+    // 2 int64 per named argument (the call, count, type, and root, op or
+    // shift where the collective has one).
+    auto w = [&](int which) {
+      tsr_counters c = zero();
+      add_ring_allreduce_control(c, x);
+      add_ring_allreduce_control(c, x, which == 2 || which == 4 ? 6 : 8);
+      return c;
+    };
     const bool odd = x.pos == x.p - 1;
     for (int which = 0; which < 6; ++which) {
       Args a = buf.args(axis);
       if (odd) a.count = 5;
-      expect_fail(which, a, TSR_ERR_INVALID_ARG, "differ", w, "count");
+      expect_fail(which, a, TSR_ERR_INVALID_ARG, "argument 'count' differs", w(which), "count");
       if (axis != TSR_AXIS_ALL) continue;
       a = buf.args(axis);
       if (odd) a.type = TSR_INT64;
-      expect_fail(which, a, TSR_ERR_INVALID_ARG, "differ", w, "type");
+      expect_fail(which, a, TSR_ERR_INVALID_ARG, "argument 'type' differs", w(which), "type");
     }
     if (axis != TSR_AXIS_ALL) continue;
     for (int which : {1, 3}) {
       Args a = buf.args(axis);
       if (odd) a.op = TSR_MAX;
-      expect_fail(which, a, TSR_ERR_INVALID_ARG, "differ", w, "op");
+      expect_fail(which, a, TSR_ERR_INVALID_ARG, "argument 'op' differs", w(which), "op");
     }
     Args a = buf.args(axis);
     if (odd) a.root = 1;
-    expect_fail(0, a, TSR_ERR_INVALID_ARG, "differ", w, "root");
+    expect_fail(0, a, TSR_ERR_INVALID_ARG, "argument 'root' differs", w(0), "root");
     a = buf.args(axis);
     if (odd) a.shift = 2;
-    expect_fail(5, a, TSR_ERR_INVALID_ARG, "differ", w, "shift");
+    expect_fail(5, a, TSR_ERR_INVALID_ARG, "argument 'shift' differs", w(5), "shift");
   }
 }
 
@@ -894,7 +905,9 @@ TEST_F(CollectiveErrors, BadArgumentOnOneRank) {
 
 // Counts the transport cannot pass to MPI (more than INT_MAX elements, also
 // once multiplied by the axis size) must fail on every rank, with no data
-// moved or charged (only the agreement, which they pass). In lib/transport.cpp
+// moved or charged: each rank's local check fails them before the agreement
+// (issue 15), so the agreement and its failure broadcast from axis position
+// 0 are the only (control) traffic. In lib/transport.cpp
 // allgather and alltoall check `count * size` in size_t, which wraps: with
 // count = 2^63 on an axis of 2 (or 2^62 on 4) the check passes, MPI gets a
 // count of 0 and the call "succeeds", charging a call with payload 0.
@@ -902,6 +915,7 @@ TEST_F(CollectiveErrors, HugeCountsAreRejectedOnEveryRank) {
   const Axis x = axis_view(g, TSR_AXIS_ALL);
   tsr_counters w = zero();
   add_ring_allreduce_control(w, x);
+  add_failure_bcast_control(w, x, 0);
   const size_t counts[] = {static_cast<size_t>(INT_MAX) + 1, static_cast<size_t>(1) << 63,
                            static_cast<size_t>(1) << 62};
   for (size_t count : counts)

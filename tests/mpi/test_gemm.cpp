@@ -871,7 +871,7 @@ TEST(GemmErrors, MatrixDescriptorsAndRedistribution) {
   EXPECT_EQ(m, nullptr);
   if (f.p > 1)
     expect_everywhere(tsr_matrix_create(f.grid->g, f.me == 0 ? 5 : 4, 4, TSR_FLOAT64, &ok, 0, &m), TSR_ERR_INVALID_ARG,
-                      ctx, "sizes differ across ranks", "differ");
+                      ctx, "sizes differ across ranks", "argument 'm' differs across");
   // Redistribution: sizes, buffers, overlap, root.
   Mat S(f.grid->g, 8, 6, TSR_FLOAT64, ok);
   Mat T(f.grid->g, 6, 8, TSR_FLOAT64, ok);

@@ -259,6 +259,27 @@ TEST(GemmScalapack, DropInErrorsOnEveryRank) {
   everywhere(tsr_pdgemm("N", "N", &m, &n, &k, &one, A.data.data(), &one_i, &one_i, bad_desc, B.data.data(), &one_i,
                         &one_i, B.desc, &one, C.data.data(), &one_i, &one_i, C.desc),
              TSR_ERR_INVALID_ARG, "descriptor type", "type 1");
+  // NULL local arrays (issue 15, defect 3: these crashed): on every rank,
+  // then on the last rank only; the message names the argument. A NULL
+  // scalar argument is named too.
+  everywhere(tsr_pdgemm("N", "N", &m, &n, &k, &one, nullptr, &one_i, &one_i, A.desc, B.data.data(), &one_i, &one_i,
+                        B.desc, &one, C.data.data(), &one_i, &one_i, C.desc),
+             TSR_ERR_INVALID_ARG, "a NULL", "argument 'a' is NULL");
+  everywhere(tsr_pdgemm("N", "N", &m, &n, &k, &one, A.data.data(), &one_i, &one_i, A.desc, B.data.data(), &one_i,
+                        &one_i, B.desc, &one, nullptr, &one_i, &one_i, C.desc),
+             TSR_ERR_INVALID_ARG, "c NULL", "argument 'c' is NULL");
+  // Rank 0 holds a block of every matrix (a rank that holds none may pass NULL).
+  everywhere(tsr_pdgemm("N", "N", &m, &n, &k, &one, A.data.data(), &one_i, &one_i, A.desc, B.data.data(), &one_i,
+                        &one_i, B.desc, &one, world_rank() == 0 ? nullptr : C.data.data(), &one_i, &one_i, C.desc),
+             TSR_ERR_INVALID_ARG, "c NULL on rank 0 only", "argument 'c' is NULL");
+  const float onef = 1;
+  std::vector<float> af(A.data.size()), bf(B.data.size()), cf(C.data.size());
+  everywhere(tsr_psgemm("N", "N", &m, &n, &k, &onef, af.data(), &one_i, &one_i, A.desc, bf.data(), &one_i, &one_i,
+                        B.desc, &onef, nullptr, &one_i, &one_i, C.desc),
+             TSR_ERR_INVALID_ARG, "psgemm c NULL", "argument 'c' is NULL");
+  everywhere(tsr_pdgemm("N", "N", &m, &n, &k, &one, A.data.data(), &one_i, &one_i, A.desc, B.data.data(), &one_i,
+                        &one_i, B.desc, nullptr, C.data.data(), &one_i, &one_i, C.desc),
+             TSR_ERR_INVALID_ARG, "beta NULL", "argument 'beta' is NULL");
   // And a good call after the failures.
   ASSERT_EQ(tsr_pdgemm("N", "N", &m, &n, &k, &one, A.data.data(), &one_i, &one_i, A.desc, B.data.data(), &one_i,
                        &one_i, B.desc, &one, C.data.data(), &one_i, &one_i, C.desc),

@@ -632,13 +632,14 @@ TEST(Errors, StepFailsOnEveryRank) {
     ASSERT_EQ(tsr_optimizer_set_schedule(f.opt, rank_dependent_lr, nullptr), TSR_SUCCESS);
     const std::vector<float> before = f.w;
     EXPECT_EQ(tsr_optimizer_step(f.opt, f.w.data(), f.g.data(), n), TSR_ERR_INVALID_ARG);
-    EXPECT_TRUE(has(tsr_last_error(f.ctx), "hyperparameters or schedule values differ across the"))
+    EXPECT_TRUE(has(tsr_last_error(f.ctx), "a learning rate of the schedule (tsr_optimizer_set_schedule) differs across the"))
         << tsr_last_error(f.ctx);
     ASSERT_EQ(tsr_optimizer_set_schedule(f.opt, nullptr, nullptr), TSR_SUCCESS);
     ASSERT_EQ(tsr_optimizer_set_group_param(f.opt, 0, TSR_OPT_WEIGHT_DECAY, world_rank() == last ? 0.5 : 0.01),
               TSR_SUCCESS);
     EXPECT_EQ(tsr_optimizer_step(f.opt, f.w.data(), f.g.data(), n), TSR_ERR_INVALID_ARG);
-    EXPECT_TRUE(has(tsr_last_error(f.ctx), "differ across")) << tsr_last_error(f.ctx);
+    EXPECT_TRUE(has(tsr_last_error(f.ctx), "a hyperparameter (tsr_optimizer_set_param, _set_group_param) differs across"))
+        << tsr_last_error(f.ctx);
     EXPECT_EQ(f.w, before);
     ASSERT_EQ(tsr_optimizer_set_group_param(f.opt, 0, TSR_OPT_WEIGHT_DECAY, 0.01), TSR_SUCCESS);
   }
@@ -704,7 +705,7 @@ TEST(Errors, CreateFailsOnEveryRank) {
     const size_t other[3] = {4, me ? 6u : 5u, 6};
     EXPECT_EQ(tsr_optimizer_create(ctx, TSR_PRESET_LAMB_APEX, TSR_OPT_SHARDED, TSR_FLOAT32, 3, other, &o),
               TSR_ERR_INVALID_ARG);
-    EXPECT_TRUE(has(tsr_last_error(ctx), "group sizes differ across the")) << tsr_last_error(ctx);
+    EXPECT_TRUE(has(tsr_last_error(ctx), "argument 'group_sizes' differs across the")) << tsr_last_error(ctx);
     EXPECT_EQ(o, nullptr);
   }
 }

@@ -194,6 +194,44 @@ TEST(AttnMerge, IdentityCommutativityAssociativityAndHugeGaps) {
   for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(xl[i], zl[i], 1e-5f);
 }
 
+// Commutative bit for bit on many rows, with equal lse on both sides (ties),
+// in both types: the merge orders its two terms itself, so that this holds
+// under any compiler flags (issue 15, defect 8: with FMA contraction the
+// naive wa*o_a + wb*o_b fused a different term when the operands swapped).
+// CI builds this test a second time with -O3 -march=native -ffp-contract=fast.
+template <class T>
+void merge_commutes(tsr_dtype type) {
+  const size_t rows = 64, d = 17;
+  std::vector<T> la(rows), lb(rows), oa(rows * d), ob(rows * d);
+  for (size_t r = 0; r < rows; ++r) {
+    la[r] = static_cast<T>(4 * tsr_test::uniform(11, r));
+    lb[r] = r % 3 == 0 ? la[r] : static_cast<T>(4 * tsr_test::uniform(12, r));  // every third row a tie
+  }
+  for (size_t i = 0; i < rows * d; ++i) {
+    oa[i] = static_cast<T>(tsr_test::uniform(13, i));
+    ob[i] = static_cast<T>(tsr_test::uniform(14, i));
+  }
+  std::vector<T> ab_o = oa, ab_l = la, ba_o = ob, ba_l = lb;
+  ASSERT_EQ(tsr_attn_merge(type, rows, d, ab_o.data(), ab_l.data(), ob.data(), lb.data()), TSR_SUCCESS);
+  ASSERT_EQ(tsr_attn_merge(type, rows, d, ba_o.data(), ba_l.data(), oa.data(), la.data()), TSR_SUCCESS);
+  EXPECT_EQ(0, std::memcmp(ab_o.data(), ba_o.data(), ab_o.size() * sizeof(T))) << "commutative, bitwise";
+  EXPECT_EQ(0, std::memcmp(ab_l.data(), ba_l.data(), ab_l.size() * sizeof(T)));
+  // And the value: against float64 arithmetic.
+  for (size_t r = 0; r < rows; ++r) {
+    const double a = la[r], b = lb[r], m = std::max(a, b);
+    const double l = m + std::log(std::exp(a - m) + std::exp(b - m));
+    EXPECT_NEAR(ab_l[r], l, sizeof(T) == 4 ? 1e-5 : 1e-13);
+    for (size_t e = 0; e < d; ++e) {
+      const double want = std::exp(a - l) * oa[r * d + e] + std::exp(b - l) * ob[r * d + e];
+      EXPECT_NEAR(ab_o[r * d + e], want, sizeof(T) == 4 ? 1e-5 : 1e-13);
+    }
+  }
+}
+TEST(AttnMerge, CommutativeBitwiseWithTies) {
+  merge_commutes<double>(TSR_FLOAT64);
+  merge_commutes<float>(TSR_FLOAT32);
+}
+
 // The vectorised float exp of the kernels: within 2 ulp of the correctly
 // rounded exp (float64 exp rounded to float) over the softmax range, exactly
 // 1 at 0 and exactly 0 for -inf and below the normal range.
