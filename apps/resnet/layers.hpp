@@ -47,17 +47,62 @@ struct ConvShape {
   double flops() const { return 2.0 * K * C * R * R * double(N) * Ho() * Wo(); }
 };
 
-// col[(c*R + ky)*R + kx][n][oy][ox] = x[c][n][oy*s - p + ky][ox*s - p + kx] (0 outside).
+// The convolutions run over chunks of images so that the im2col matrix of a
+// chunk stays in cache (about conv_chunk_floats() floats; the batch's full
+// matrix is 58 MB at batch 128 in the first stage). Settable for tests.
+inline std::size_t& conv_chunk_floats() {
+  static std::size_t floats = std::size_t(1) << 19;  // 2 MiB
+  return floats;
+}
+inline int conv_chunk_images(const ConvShape& s) {
+  std::size_t per = static_cast<std::size_t>(s.C) * s.R * s.R * s.Ho() * s.Wo();
+  std::size_t k = std::max<std::size_t>(1, conv_chunk_floats() / std::max<std::size_t>(per, 1));
+  return static_cast<int>(std::min<std::size_t>(k, static_cast<std::size_t>(s.N)));
+}
+
+// Images [n0, n0 + nc) of x (CNHW, batch s.N) into
+// col[(c*R + ky)*R + kx][n - n0][oy][ox] = x[c][n][oy*s - p + ky][ox*s - p + kx] (0 outside).
 template <class T>
-void im2col(const ConvShape& s, const T* x, T* col) {
+void im2col(const ConvShape& s, const T* x, T* col, int n0, int nc) {
   const int Ho = s.Ho(), Wo = s.Wo();
   const std::size_t plane = static_cast<std::size_t>(s.H) * s.W;
   T* out = col;
+  // "Same" convolutions (stride 1, Ho = H, Wo = W): tap (ky, kx) of an image
+  // is the image shifted by (ky - p) rows and (kx - p) columns, i.e. one
+  // contiguous copy of the valid rows, then the columns that wrapped around
+  // set to 0.
+  const bool same = s.stride == 1 && Ho == s.H && Wo == s.W;
   for (int c = 0; c < s.C; ++c)
     for (int ky = 0; ky < s.R; ++ky)
       for (int kx = 0; kx < s.R; ++kx)
-        for (int n = 0; n < s.N; ++n) {
+        for (int n = n0; n < n0 + nc; ++n) {
           const T* img = x + (static_cast<std::size_t>(c) * s.N + n) * plane;
+          if (same) {
+            const int dy = ky - s.pad, dx = kx - s.pad;
+            const int y0 = std::max(0, -dy), y1 = std::min(Ho, s.H - dy);
+            std::fill(out, out + static_cast<std::size_t>(y0) * Wo, T(0));
+            if (y1 > y0) {
+              // out[y0*W .. y1*W) = img[(y0+dy)*W + dx ...], clamped to the image.
+              long long src0 = static_cast<long long>(y0 + dy) * s.W + dx;
+              long long len = static_cast<long long>(y1 - y0) * Wo;
+              long long lo = std::max(0LL, -src0), hi = std::min(len, static_cast<long long>(plane) - src0);
+              T* o = out + static_cast<std::size_t>(y0) * Wo;
+              for (long long i = 0; i < lo; ++i) o[i] = T(0);
+              std::memcpy(o + lo, img + src0 + lo, sizeof(T) * static_cast<std::size_t>(hi - lo));
+              for (long long i = hi; i < len; ++i) o[i] = T(0);
+              if (dx != 0) {
+                // Columns whose source lies left or right of the image.
+                for (int oy = y0; oy < y1; ++oy) {
+                  T* r = out + static_cast<std::size_t>(oy) * Wo;
+                  for (int ox = 0; ox < -dx; ++ox) r[ox] = T(0);
+                  for (int ox = Wo - dx; ox < Wo; ++ox) r[ox] = T(0);
+                }
+              }
+            }
+            std::fill(out + static_cast<std::size_t>(std::max(y1, y0)) * Wo, out + static_cast<std::size_t>(Ho) * Wo, T(0));
+            out += static_cast<std::size_t>(Ho) * Wo;
+            continue;
+          }
           for (int oy = 0; oy < Ho; ++oy) {
             int iy = oy * s.stride - s.pad + ky;
             if (iy < 0 || iy >= s.H) {
@@ -67,72 +112,97 @@ void im2col(const ConvShape& s, const T* x, T* col) {
             }
             const T* row = img + static_cast<std::size_t>(iy) * s.W;
             int ix = -s.pad + kx;
-            if (s.stride == 1) {
-              // Contiguous run with zero borders.
-              int lo = std::max(0, -ix), hi = std::min(Wo, s.W - ix);
-              for (int ox = 0; ox < lo; ++ox) out[ox] = T(0);
-              if (hi > lo) std::memcpy(out + lo, row + ix + lo, sizeof(T) * (hi - lo));
-              for (int ox = std::max(hi, lo); ox < Wo; ++ox) out[ox] = T(0);
-            } else {
-              for (int ox = 0; ox < Wo; ++ox, ix += s.stride)
-                out[ox] = (ix >= 0 && ix < s.W) ? row[ix] : T(0);
-            }
+            for (int ox = 0; ox < Wo; ++ox, ix += s.stride) out[ox] = (ix >= 0 && ix < s.W) ? row[ix] : T(0);
             out += Wo;
           }
         }
 }
-
-// The adjoint of im2col: dx[...] += col[...] (dx must be set by the caller).
 template <class T>
-void col2im_add(const ConvShape& s, const T* col, T* dx) {
+void im2col(const ConvShape& s, const T* x, T* col) {
+  im2col(s, x, col, 0, s.N);
+}
+
+// The adjoint of im2col for images [n0, n0 + nc): dx[...] += col[...]
+// (dx must be set by the caller).
+template <class T>
+void col2im_add(const ConvShape& s, const T* col, T* dx, int n0, int nc) {
   const int Ho = s.Ho(), Wo = s.Wo();
   const std::size_t plane = static_cast<std::size_t>(s.H) * s.W;
   const T* in = col;
   for (int c = 0; c < s.C; ++c)
     for (int ky = 0; ky < s.R; ++ky)
       for (int kx = 0; kx < s.R; ++kx)
-        for (int n = 0; n < s.N; ++n) {
+        for (int n = n0; n < n0 + nc; ++n) {
           T* img = dx + (static_cast<std::size_t>(c) * s.N + n) * plane;
           for (int oy = 0; oy < Ho; ++oy, in += Wo) {
             int iy = oy * s.stride - s.pad + ky;
             if (iy < 0 || iy >= s.H) continue;
             T* row = img + static_cast<std::size_t>(iy) * s.W;
             int ix = -s.pad + kx;
-            for (int ox = 0; ox < Wo; ++ox, ix += s.stride)
-              if (ix >= 0 && ix < s.W) row[ix] += in[ox];
+            if (s.stride == 1) {
+              int lo = std::max(0, -ix), hi = std::min(Wo, s.W - ix);
+              T* r = row + ix;
+              for (int ox = lo; ox < hi; ++ox) r[ox] += in[ox];
+            } else {
+              for (int ox = 0; ox < Wo; ++ox, ix += s.stride)
+                if (ix >= 0 && ix < s.W) row[ix] += in[ox];
+            }
           }
         }
 }
+template <class T>
+void col2im_add(const ConvShape& s, const T* col, T* dx) {
+  col2im_add(s, col, dx, 0, s.N);
+}
 
-// y[K][N*Ho*Wo] = w[K][C*R*R] * im2col(x). col: scratch of s.col_elems()
-// (unused for pointwise convolutions).
+// Scratch the convolution needs: im2col of one chunk of images.
+inline std::size_t conv_scratch_elems(const ConvShape& s) {
+  if (s.pointwise()) return 0;
+  return static_cast<std::size_t>(s.C) * s.R * s.R * conv_chunk_images(s) * s.Ho() * s.Wo();
+}
+
+// y[K][N*Ho*Wo] = w[K][C*R*R] * im2col(x), chunk by chunk of images.
+// col: scratch of conv_scratch_elems(s) (unused for pointwise convolutions).
 template <class T>
 void conv_forward(const ConvShape& s, const T* x, const T* w, T* y, T* col) {
-  const int P = s.N * s.Ho() * s.Wo(), KK = s.C * s.R * s.R;
-  const T* b = x;
-  if (!s.pointwise()) {
-    im2col(s, x, col);
-    b = col;
+  const int HWo = s.Ho() * s.Wo(), P = s.N * HWo, KK = s.C * s.R * s.R;
+  if (s.pointwise()) {
+    gemm(false, false, s.K, P, KK, T(1), w, KK, x, P, T(0), y, P);
+    return;
   }
-  gemm(false, false, s.K, P, KK, T(1), w, KK, b, P, T(0), y, P);
+  const int chunk = conv_chunk_images(s);
+  for (int n0 = 0; n0 < s.N; n0 += chunk) {
+    const int nc = std::min(chunk, s.N - n0), pc = nc * HWo;
+    im2col(s, x, col, n0, nc);
+    gemm(false, false, s.K, pc, KK, T(1), w, KK, col, pc, T(0), y + static_cast<std::size_t>(n0) * HWo, P);
+  }
 }
 
 // dw += dy * im2col(x)^T; dx = w^T * dy folded back (if dx non-null).
-// col: scratch of s.col_elems() (holds im2col(x), then the column gradient).
+// col: scratch of conv_scratch_elems(s).
 template <class T>
 void conv_backward(const ConvShape& s, const T* x, const T* w, const T* dy, T* dw, T* dx, T* col) {
-  const int P = s.N * s.Ho() * s.Wo(), KK = s.C * s.R * s.R;
+  const int HWo = s.Ho() * s.Wo(), P = s.N * HWo, KK = s.C * s.R * s.R;
   if (s.pointwise()) {
     gemm(false, true, s.K, KK, P, T(1), dy, P, x, P, T(1), dw, KK);
     if (dx) gemm(true, false, KK, P, s.K, T(1), w, KK, dy, P, T(0), dx, P);
     return;
   }
-  im2col(s, x, col);
-  gemm(false, true, s.K, KK, P, T(1), dy, P, col, P, T(1), dw, KK);
-  if (dx) {
-    gemm(true, false, KK, P, s.K, T(1), w, KK, dy, P, T(0), col, P);
-    std::fill(dx, dx + static_cast<std::size_t>(s.C) * s.N * s.H * s.W, T(0));
-    col2im_add(s, col, dx);
+  const int chunk = conv_chunk_images(s);
+  const std::size_t plane = static_cast<std::size_t>(s.H) * s.W;
+  for (int n0 = 0; n0 < s.N; n0 += chunk) {
+    const int nc = std::min(chunk, s.N - n0), pc = nc * HWo;
+    const T* dyc = dy + static_cast<std::size_t>(n0) * HWo;
+    im2col(s, x, col, n0, nc);
+    gemm(false, true, s.K, KK, pc, T(1), dyc, P, col, pc, T(1), dw, KK);
+    if (dx) {
+      gemm(true, false, KK, pc, s.K, T(1), w, KK, dyc, P, T(0), col, pc);
+      for (int c = 0; c < s.C; ++c) {
+        T* p = dx + (static_cast<std::size_t>(c) * s.N + n0) * plane;
+        std::fill(p, p + nc * plane, T(0));
+      }
+      col2im_add(s, col, dx, n0, nc);
+    }
   }
 }
 
@@ -148,19 +218,38 @@ void conv_backward(const ConvShape& s, const T* x, const T* w, const T* dy, T* d
 //   [all-reduce]
 //   bn_backward_apply(...) -> dx, and dgamma += local sum dy*xhat, dbeta += local sum dy
 // The biased variance normalises (as in training mode everywhere).
+// Sums in blocks: 8 float lanes over at most 1024 values (vectorisable),
+// the blocks added in double.
+template <class T>
+inline void block_sums(const T* p, std::size_t m, T shift, double& s_out, double& q_out) {
+  double s = 0, q = 0;
+  for (std::size_t b = 0; b < m; b += 1024) {
+    const std::size_t e = std::min(m, b + 1024);
+    T ls[8] = {0, 0, 0, 0, 0, 0, 0, 0}, lq[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    std::size_t i = b;
+    for (; i + 8 <= e; i += 8)
+      for (int j = 0; j < 8; ++j) {
+        T v = p[i + j] - shift;
+        ls[j] += v;
+        lq[j] += v * v;
+      }
+    for (; i < e; ++i) {
+      T v = p[i] - shift;
+      ls[0] += v;
+      lq[0] += v * v;
+    }
+    for (int j = 0; j < 8; ++j) {
+      s += ls[j];
+      q += lq[j];
+    }
+  }
+  s_out = s;
+  q_out = q;
+}
+
 template <class T>
 void bn_sums(int C, std::size_t m, const T* x, double* sums) {
-  for (int c = 0; c < C; ++c) {
-    const T* p = x + static_cast<std::size_t>(c) * m;
-    double s = 0, q = 0;
-    for (std::size_t i = 0; i < m; ++i) {
-      double v = p[i];
-      s += v;
-      q += v * v;
-    }
-    sums[c] = s;
-    sums[C + c] = q;
-  }
+  for (int c = 0; c < C; ++c) block_sums(x + static_cast<std::size_t>(c) * m, m, T(0), sums[c], sums[C + c]);
 }
 
 template <class T>
@@ -210,11 +299,25 @@ void bn_backward_sums(int C, std::size_t m, const T* dy, const T* x, const T* me
   for (int c = 0; c < C; ++c) {
     const T* g = dy + static_cast<std::size_t>(c) * m;
     const T* p = x + static_cast<std::size_t>(c) * m;
-    const double mu = mean[c];
+    const T mu = mean[c];
     double s = 0, q = 0;
-    for (std::size_t i = 0; i < m; ++i) {
-      s += g[i];
-      q += g[i] * (p[i] - mu);
+    for (std::size_t b = 0; b < m; b += 1024) {
+      const std::size_t e = std::min(m, b + 1024);
+      T ls[8] = {0, 0, 0, 0, 0, 0, 0, 0}, lq[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      std::size_t i = b;
+      for (; i + 8 <= e; i += 8)
+        for (int j = 0; j < 8; ++j) {
+          ls[j] += g[i + j];
+          lq[j] += g[i + j] * (p[i + j] - mu);
+        }
+      for (; i < e; ++i) {
+        ls[0] += g[i];
+        lq[0] += g[i] * (p[i] - mu);
+      }
+      for (int j = 0; j < 8; ++j) {
+        s += ls[j];
+        q += lq[j];
+      }
     }
     sums[c] = s;
     sums[C + c] = q * rstd[c];

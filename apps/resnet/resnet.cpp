@@ -125,7 +125,7 @@ void ResNet::ensure(int N) {
   std::size_t col = 0, maxact = 0;
   auto see = [&](const Conv& c) {
     ConvShape s = c.shape(N);
-    if (!s.pointwise()) col = std::max(col, s.col_elems());
+    col = std::max(col, conv_scratch_elems(s));
     maxact = std::max(maxact, s.out_elems());
     maxact = std::max(maxact, static_cast<std::size_t>(s.C) * N * s.H * s.W);
   };

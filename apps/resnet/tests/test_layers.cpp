@@ -62,7 +62,7 @@ static void check(const std::string& name, V& v, const V& g, const std::function
 static void test_conv(int C, int N, int H, int W, int K, int R, int stride, int pad) {
   ConvShape s{C, N, H, W, K, R, stride, pad};
   V x = rnd(static_cast<std::size_t>(C) * N * H * W, 1), w = rnd(static_cast<std::size_t>(K) * C * R * R, 2);
-  V r = rnd(s.out_elems(), 3), y(s.out_elems()), col(s.col_elems());
+  V r = rnd(s.out_elems(), 3), y(s.out_elems()), col(s.col_elems());  // the whole batch: any chunk fits
   auto loss = [&] {
     conv_forward(s, x.data(), w.data(), y.data(), col.data());
     return dot(r, y);
@@ -234,10 +234,15 @@ static void test_gap_linear_xent() {
 }
 
 int main() {
-  test_conv(2, 2, 5, 6, 3, 3, 1, 1);  // the 3x3 convolutions of a stage
-  test_conv(2, 2, 6, 5, 3, 3, 2, 1);  // the first convolution of stages 2 and 3
-  test_conv(3, 2, 4, 4, 2, 1, 1, 0);  // 1x1 (the pointwise GEMM path)
-  test_conv(3, 2, 6, 6, 4, 1, 2, 0);  // the 1x1 stride-2 shortcut
+  // Whole batch in one im2col chunk, then one image per chunk (3 chunks).
+  for (std::size_t chunk : {std::size_t(1) << 20, std::size_t(1)}) {
+    conv_chunk_floats() = chunk;
+    std::printf("convolutions with im2col chunks of %s\n", chunk > 1 ? "the whole batch" : "one image");
+    test_conv(2, 3, 5, 6, 3, 3, 1, 1);  // the 3x3 convolutions of a stage
+    test_conv(2, 3, 6, 5, 3, 3, 2, 1);  // the first convolution of stages 2 and 3
+    test_conv(3, 3, 4, 4, 2, 1, 1, 0);  // 1x1 (the pointwise GEMM path)
+    test_conv(3, 3, 6, 6, 4, 1, 2, 0);  // the 1x1 stride-2 shortcut
+  }
   test_bn(1);
   test_bn(2);
   test_bn(4);
