@@ -32,7 +32,9 @@ const char* kUsage =
     "  --train-limit N  --test-limit N   use the first N images only\n"
     "  --eval-every N        test accuracy every N epochs (1; 0: at the end)\n"
     "  --csv PREFIX          write PREFIX_steps.csv and PREFIX_epochs.csv\n"
-    "  --checkpoint PATH  --checkpoint-every N  --resume PATH\n"
+    "  --checkpoint PATH     write a checkpoint at the end (and every N steps: --checkpoint-every N)\n"
+    "  --resume PATH         continue from a checkpoint (same model, batch, seed, optimizer): bit-identical\n"
+    "  --stop-after N        stop after step N (the schedule still spans the whole budget)\n"
     "  --quiet               no per-step lines    --no-report   no accounting/energy report\n";
 
 bool parse(int argc, char** argv, resnet::TrainConfig& c, std::string& err, bool& help) {
@@ -159,6 +161,8 @@ bool parse(int argc, char** argv, resnet::TrainConfig& c, std::string& err, bool
     } else if (a == "--resume") {
       if (!val(s)) return false;
       c.resume = s;
+    } else if (a == "--stop-after") {
+      if (!integer(c.stop_after)) return false;
     } else if (a == "--quiet") {
       c.quiet = true;
     } else if (a == "--no-report") {

@@ -1,6 +1,7 @@
 #include "trainer.hpp"
 
 #include <tessera/energy.h>
+#include <tessera/io.h>
 #include <tessera/optimizer.h>
 #include <tessera/tessera.h>
 
@@ -43,6 +44,8 @@ std::string finalize_config(TrainConfig& c, int P) {
   if (!(c.trust > 0)) return bad("--trust must be > 0");
   if (c.eval_every < 0) return bad("--eval-every must be >= 0");
   if (c.checkpoint_every < 0) return bad("--checkpoint-every must be >= 0");
+  if (c.checkpoint_every > 0 && c.checkpoint.empty()) return bad("--checkpoint-every needs --checkpoint PATH");
+  if (c.stop_after < 0) return bad("--stop-after must be >= 0");
   // Defaults: SGD lr 0.1 per 128 images (linear scaling, Goyal et al. 2017);
   // LARS lr 2 at 128 growing with the square root of the batch (the LARS
   // paper's scaling); warmup: 0 at batch <= 256, else 2 epochs.
@@ -76,6 +79,11 @@ struct Schedule {
 double schedule_cb(int64_t t, int /*group*/, double lr, void* user) {
   return lr * static_cast<const Schedule*>(user)->factor(t);
 }
+
+struct Ckpt {
+  tsr_checkpoint h = nullptr;
+  ~Ckpt() { tsr_checkpoint_close(&h); }
+};
 
 struct Ctx {
   tsr_context ctx = nullptr;
@@ -156,6 +164,81 @@ TrainResult train(MPI_Comm comm, const TrainConfig& cfg) {
   if (sched.warmup >= total) sched.warmup = total - 1;
   ck(tsr_optimizer_set_schedule(C.opt, schedule_cb, &sched), C.ctx, "tsr_optimizer_set_schedule");
 
+  // Checkpoints: the parameters (replicated), the batch-norm running
+  // statistics (one shard per rank: per-replica statistics differ), the whole
+  // optimizer state, the step and the settings a resume must share. The data
+  // order and augmentation follow from (seed, step), so a resumed run takes
+  // exactly the steps the uninterrupted run would have taken.
+  const std::size_t nstats = net.running_stats().size();
+  auto save = [&](long long steps_done) {
+    tsr_region_begin(C.ctx, "checkpoint");
+    Ckpt k;
+    ck(tsr_checkpoint_create(C.ctx, cfg.checkpoint.c_str(), TSR_CKPT_AUTO, 0, &k.h), C.ctx, "tsr_checkpoint_create");
+    std::vector<float> rs = net.running_stats();
+    const uint64_t shape[1] = {params.size()};
+    ck(tsr_checkpoint_put_replicated(k.h, "params", TSR_FLOAT32, 1, shape, params.data()), C.ctx, "checkpoint params");
+    ck(tsr_checkpoint_put_shard(k.h, "bn_running", TSR_FLOAT32, static_cast<uint64_t>(P) * nstats,
+                                static_cast<uint64_t>(rank) * nstats, nstats, rs.data()),
+       C.ctx, "checkpoint bn_running");
+    ck(tsr_checkpoint_put_optimizer(k.h, "opt", C.opt), C.ctx, "checkpoint optimizer");
+    ck(tsr_checkpoint_set_int(k.h, "step", steps_done), C.ctx, "checkpoint step");
+    ck(tsr_checkpoint_set_int(k.h, "ranks", P), C.ctx, "checkpoint ranks");
+    ck(tsr_checkpoint_set_int(k.h, "depth", cfg.depth), C.ctx, "checkpoint depth");
+    ck(tsr_checkpoint_set_int(k.h, "width", cfg.width), C.ctx, "checkpoint width");
+    ck(tsr_checkpoint_set_int(k.h, "batch", cfg.batch), C.ctx, "checkpoint batch");
+    ck(tsr_checkpoint_set_int(k.h, "seed", static_cast<int64_t>(cfg.seed)), C.ctx, "checkpoint seed");
+    ck(tsr_checkpoint_set_int(k.h, "sync_bn", cfg.sync_bn ? 1 : 0), C.ctx, "checkpoint sync_bn");
+    ck(tsr_checkpoint_set_string(k.h, "optimizer", cfg.optimizer.c_str()), C.ctx, "checkpoint optimizer name");
+    ck(tsr_checkpoint_commit(k.h), C.ctx, "tsr_checkpoint_commit");
+    tsr_region_end(C.ctx, "checkpoint");
+    if (root && !cfg.quiet) std::printf("checkpoint: step %lld written to %s\n", steps_done, cfg.checkpoint.c_str());
+  };
+  long long start_step = 0;
+  if (!cfg.resume.empty()) {
+    Ckpt k;
+    ck(tsr_checkpoint_open(C.ctx, cfg.resume.c_str(), &k.h), C.ctx, "tsr_checkpoint_open");
+    auto get_int = [&](const char* key) {
+      int64_t v = 0;
+      ck(tsr_checkpoint_get_int(k.h, key, &v), C.ctx, "checkpoint attribute");
+      return v;
+    };
+    auto must = [&](const char* key, int64_t want) {
+      int64_t got = get_int(key);
+      if (got != want)
+        throw std::runtime_error("--resume " + cfg.resume + ": the checkpoint has " + key + " " + std::to_string(got) +
+                                 ", this run " + std::to_string(want));
+    };
+    must("depth", cfg.depth);
+    must("width", cfg.width);
+    must("batch", cfg.batch);
+    must("seed", static_cast<int64_t>(cfg.seed));
+    must("sync_bn", cfg.sync_bn ? 1 : 0);
+    char name[16] = {0};
+    std::size_t need = 0;
+    ck(tsr_checkpoint_get_string(k.h, "optimizer", name, sizeof name, &need), C.ctx, "checkpoint optimizer name");
+    if (cfg.optimizer != name)
+      throw std::runtime_error("--resume " + cfg.resume + ": the checkpoint was written by " + name + ", this run uses " +
+                               cfg.optimizer);
+    start_step = get_int("step");
+    const int64_t old_ranks = get_int("ranks");
+    const uint64_t shape[1] = {params.size()};
+    ck(tsr_checkpoint_get_replicated(k.h, "params", TSR_FLOAT32, 1, shape, params.data()), C.ctx, "resume params");
+    std::vector<float> rs(nstats);
+    // Per-replica statistics: rank r takes those of old rank r mod old ranks
+    // (the same rank at the same rank count).
+    ck(tsr_checkpoint_get_shard(k.h, "bn_running", TSR_FLOAT32, static_cast<uint64_t>(old_ranks) * nstats,
+                                static_cast<uint64_t>(rank % old_ranks) * nstats, nstats, rs.data()),
+       C.ctx, "resume bn_running");
+    net.set_running_stats(rs);
+    ck(tsr_checkpoint_get_optimizer(k.h, "opt", C.opt), C.ctx, "resume optimizer");
+    if (start_step >= total)
+      throw std::runtime_error("--resume " + cfg.resume + ": the checkpoint is at step " + std::to_string(start_step) +
+                               ", the run has " + std::to_string(total) + " steps");
+    if (root && !cfg.quiet) std::printf("resumed from %s at step %lld\n", cfg.resume.c_str(), start_step);
+  }
+  long long last_step = total;
+  if (cfg.stop_after > 0 && cfg.stop_after < total) last_step = cfg.stop_after;
+
   const int accum = cfg.batch / cfg.micro;
   const int local = cfg.micro / P;
   std::vector<float> images(static_cast<std::size_t>(local) * HW);
@@ -171,8 +254,12 @@ TrainResult train(MPI_Comm comm, const TrainConfig& cfg) {
   // first when each replica keeps its own), the test set split over ranks.
   auto evaluate = [&](double* loss_out) {
     tsr_region_begin(C.ctx, "eval");
+    // Per-replica statistics are averaged for the evaluation only (each
+    // replica keeps its own for training, so that evaluating changes nothing).
+    std::vector<float> own;
     if (!cfg.sync_bn && P > 1) {
-      std::vector<float> rs = net.running_stats();
+      own = net.running_stats();
+      std::vector<float> rs = own;
       ck(tsr_allreduce(C.grid, TSR_AXIS_ALL, rs.data(), rs.data(), rs.size(), TSR_FLOAT32, TSR_SUM), C.ctx,
          "running-statistics all-reduce");
       for (float& v : rs) v /= static_cast<float>(P);
@@ -194,6 +281,7 @@ TrainResult train(MPI_Comm comm, const TrainConfig& cfg) {
       sums[1] += correct;
     }
     ck(tsr_allreduce(C.grid, TSR_AXIS_ALL, sums, sums, 2, TSR_FLOAT64, TSR_SUM), C.ctx, "eval all-reduce");
+    if (!own.empty()) net.set_running_stats(own);
     tsr_region_end(C.ctx, "eval");
     *loss_out = sums[0] / test_set.n;
     return sums[1] / test_set.n;
@@ -227,7 +315,8 @@ TrainResult train(MPI_Comm comm, const TrainConfig& cfg) {
   std::vector<int> order;
   int order_epoch = -1;
   using clock = std::chrono::steady_clock;
-  for (long long step = 0; step < total; ++step) {
+  res.first_step = start_step + 1;
+  for (long long step = start_step; step < last_step; ++step) {
     const int epoch = static_cast<int>(step / steps_per_epoch);
     const long long in_epoch = step % steps_per_epoch;
     if (epoch != order_epoch) {
@@ -281,9 +370,9 @@ TrainResult train(MPI_Comm comm, const TrainConfig& cfg) {
       std::fflush(stdout);
     }
     if (steps_csv) std::fprintf(steps_csv, "%lld,%d,%.9g,%.9g,%.6f,%.2f\n", step + 1, epoch + 1, lr_used, loss, acc, ips);
-    const bool epoch_end = in_epoch + 1 == steps_per_epoch || step + 1 == total;
+    const bool epoch_end = in_epoch + 1 == steps_per_epoch || step + 1 == last_step;
     if (epoch_end) {
-      const bool last = step + 1 == total;
+      const bool last = step + 1 == last_step;
       double tl = -1, ta = -1;
       if (last || (cfg.eval_every > 0 && (epoch + 1) % cfg.eval_every == 0)) ta = evaluate(&tl);
       const double eips = epoch_steps * double(cfg.batch) / epoch_seconds;
@@ -301,15 +390,18 @@ TrainResult train(MPI_Comm comm, const TrainConfig& cfg) {
       epoch_steps = 0;
       std::fflush(stdout);
     }
+    if (!cfg.checkpoint.empty() &&
+        (step + 1 == last_step || (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0)))
+      save(step + 1);
   }
-  res.steps = total;
+  res.steps = last_step;
   res.seconds = train_seconds;
-  res.images_per_s = total * double(cfg.batch) / train_seconds;
+  res.images_per_s = (last_step - start_step) * double(cfg.batch) / train_seconds;
   if (steps_csv) std::fclose(steps_csv);
   if (epochs_csv) std::fclose(epochs_csv);
   if (root && !cfg.quiet) {
     std::printf("final: test accuracy %.4f (loss %.4f) after %lld steps, %.1f img/s over the training steps\n",
-                res.test_acc, res.test_loss, total, res.images_per_s);
+                res.test_acc, res.test_loss, last_step, res.images_per_s);
   }
   if (cfg.report) {
     tsr_report rep = nullptr;

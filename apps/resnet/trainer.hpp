@@ -39,13 +39,15 @@ struct TrainConfig {
   std::string checkpoint;        // write a checkpoint here at the end ("": none)
   std::string resume;            // start from this checkpoint ("": fresh)
   long long checkpoint_every = 0;  // also every this many steps
+  long long stop_after = 0;      // stop after this step (the schedule still runs to the end); 0: no
 };
 
 struct TrainResult {
   std::vector<double> step_loss, step_lr, step_acc;
   double test_acc = -1, test_loss = -1;
   double images_per_s = 0, seconds = 0;
-  long long steps = 0;
+  long long steps = 0;           // the last step taken (counting from the start, resumed or not)
+  long long first_step = 1;      // the first step this run took (> 1 after a resume)
   std::vector<float> params;  // final parameters (rank 0)
 };
 
