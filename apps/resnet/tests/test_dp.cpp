@@ -1,9 +1,10 @@
-// Data parallel = one rank. In one launch of W ranks, trains the same
-// seeded ResNet on sub-communicators of 1, 2, 4 (and 8) ranks, one after
-// the other, at the same global batch with synchronised batch norm, and
+// Data parallel = one rank. In one launch of W ranks (CTest: W = 2, 4, 8),
+// trains the same seeded ResNet on a sub-communicator of 1 rank and then on
+// all W ranks, at the same global batch with synchronised batch norm, and
 // compares the per-step loss curves and the final parameters with the
-// 1-rank run. Then: sharded LARS state on W ranks against the same
-// reference, and (reported, not asserted as equal) per-replica batch norm.
+// 1-rank run. Then, on 2 and 4 ranks: sharded LARS state against the same
+// reference, and (reported, not asserted as equal) per-replica batch norm;
+// on 2 ranks: SGD with momentum against its own 1-rank run.
 //
 // Tolerance, and why it is not 0: the ranks sum the gradients in a
 // different order than one rank does (float all-reduce vs one long sum in the
@@ -20,6 +21,7 @@
 // own statistics, a different function of the batch: on 4 ranks its loss
 // curve differs by ~6e-3 and the parameters by ~7e-2 after 10 steps.
 #include <mpi.h>
+#include <time.h>
 
 #include <cmath>
 #include <cstdio>
@@ -67,7 +69,16 @@ static TrainResult run_on(int p, TrainConfig c) {
     r = train(sub, c);
     MPI_Comm_free(&sub);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  // Ranks outside the sub-communicator wait without spinning (MPICH polls
+  // in a blocking barrier, which would take the cores from the run).
+  MPI_Request req;
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  for (int done = 0;;) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) break;
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, nullptr);
+  }
   return r;
 }
 
@@ -102,24 +113,25 @@ int main(int argc, char** argv) {
                 ref.step_loss.size(), moved ? "ok" : "FAILED (did not decrease)");
     if (!moved) ++failures;
   }
-  for (int p = 2; p <= W; p *= 2) {
-    TrainResult r = run_on(p, c);
-    compare((std::to_string(p) + " ranks, synchronised BN, data-parallel").c_str(), ref, r, 1e-6, 1e-5);
+  if (W > 1) {
+    TrainResult r = run_on(W, c);
+    compare((std::to_string(W) + " ranks, synchronised BN, data-parallel").c_str(), ref, r, 1e-6, 1e-5);
   }
-  {
+  // The variants on 2 and 4 ranks only (8 oversubscribed ranks are slow).
+  if (W <= 4) {
     TrainConfig s = c;
     s.dist = "sharded";
     TrainResult r = run_on(W, s);
     compare((std::to_string(W) + " ranks, synchronised BN, sharded LARS").c_str(), ref, r, 1e-6, 1e-5);
   }
-  {
+  if (W == 2) {
     TrainConfig s = c;
     s.optimizer = "sgd";
     s.lr = 0.05;
     TrainResult r1 = run_on(1, s), rW = run_on(W, s);
     compare((std::to_string(W) + " ranks, synchronised BN, SGD+momentum").c_str(), r1, rW, 1e-6, 1e-5);
   }
-  if (W > 1) {
+  if (W > 1 && W <= 4) {
     TrainConfig s = c;
     s.sync_bn = false;
     TrainResult r = run_on(W, s);
