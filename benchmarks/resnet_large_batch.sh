@@ -34,6 +34,7 @@ run() {
     > "$out/${o}_$b.log" 2>&1
 }
 i=0
+[ "${TSR_SUMMARY_ONLY:-0}" = 1 ] && runs=()  # only tabulate and plot existing results
 for r in "${runs[@]}"; do
   run $r &
   i=$((i + 1))
@@ -70,6 +71,22 @@ try:
     fig.tight_layout()
     fig.savefig(f"{out}/large_batch.png", dpi=120)
     print(f"plot: {out}/large_batch.png")
+    # Training loss against images seen, every run.
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for o in ("sgd", "lars"):
+        for b in (128, 1024, 4096):
+            f = f"{out}/{o}_{b}_steps.csv"
+            if not os.path.exists(f):
+                continue
+            r = list(csv.DictReader(open(f)))
+            ax.plot([int(x["step"]) * b for x in r], [float(x["loss"]) for x in r],
+                    "-" if o == "lars" else "--", label=f"{o.upper()} {b}")
+    ax.set_xlabel("training images seen")
+    ax.set_ylabel("training loss")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(f"{out}/large_batch_loss.png", dpi=120)
+    print(f"plot: {out}/large_batch_loss.png")
 except ImportError:
     print("matplotlib not installed: no plot")
 PY
