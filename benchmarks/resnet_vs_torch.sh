@@ -2,7 +2,9 @@
 # Images per second of tessera's sample ResNet against PyTorch (Debian's
 # python3-torch 1.13, CPU) on the same model, input and batch, side by side:
 # the variants alternate, ROUNDS times, and each prints the median img/s of
-# its timed steps (steps 4.. of a run). Optional; not part of CI.
+# its timed steps (steps 4.. of a run; wall clock), the best step, and the
+# median images per CPU-second of the process (rank 0 for tessera; all
+# threads for torch, spin-waiting included). Optional; not part of CI.
 #
 #   benchmarks/resnet_vs_torch.sh BUILD_DIR [ROUNDS] [BATCH] [DEPTH] [WIDTH] [STEPS]
 #
@@ -33,15 +35,17 @@ tessera() {  # ranks blas-threads
   # median img/s of steps 4..
   /usr/bin/python3 -c "
 import csv, statistics
-r = [float(x['images_per_s']) for x in csv.DictReader(open('$tmp/t_steps.csv'))][3:]
-print(f'{statistics.median(r):.1f} (min {min(r):.1f}, max {max(r):.1f})')"
+rows = list(csv.DictReader(open('$tmp/t_steps.csv')))[3:]
+r = [float(x['images_per_s']) for x in rows]
+c = [float(x['images_per_cpu_s']) for x in rows]
+print(f'{statistics.median(r):.1f} (best {max(r):.1f}); {statistics.median(c):.1f} img/cpu-s (rank 0)')"
 }
 torch() {  # threads
   local env=(OPENBLAS_NUM_THREADS=1)
   [ "$1" -gt 1 ] && env=(OPENBLAS_NUM_THREADS="$1" OMP_WAIT_POLICY=PASSIVE)
   env "${env[@]}" /usr/bin/python3 "$here/resnet_torch.py" speed --depth "$depth" --width "$width" \
     --batch "$batch" --steps $((steps - 3)) --threads "$1" |
-    sed -n 's/.*median [0-9.]* ms\/step (\([0-9.]*\) img\/s), min [0-9.]* ms\/step (\([0-9.]*\) img\/s).*/\1 (best \2)/p'
+    sed -n 's/.*median [0-9.]* ms\/step (\([0-9.]*\) img\/s), min [0-9.]* ms\/step (\([0-9.]*\) img\/s).*; \([0-9.]*\) img\/cpu-s/\1 (best \2); \3 img\/cpu-s/p'
 }
 
 echo "ResNet-$depth width $width, batch $batch, 28x28x1, $steps steps per run, $rounds rounds; $(nproc) cores;" \
