@@ -10,6 +10,7 @@
 #include <cmath>
 #include <ctime>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -121,6 +122,11 @@ TrainResult train(MPI_Comm comm, const TrainConfig& cfg) {
   tsr_energy_start(C.ctx, nullptr);  // model-only where no meter can be read; not fatal
   const bool root = rank == 0;
   const bool talk = root && !cfg.quiet;
+  // Tuning knob: floats per im2col chunk (default 2^17 = 512 KiB).
+  if (const char* e = std::getenv("TSR_RESNET_CHUNK_FLOATS")) {
+    long long v = std::atoll(e);
+    if (v >= 1024) conv_chunk_floats() = static_cast<std::size_t>(v);
+  }
 
   // Every rank reads the data (a rank's batch slice needs any sample).
   Dataset train_set = load_fashion_mnist(cfg.data_dir, "train", cfg.train_limit);
