@@ -1,0 +1,472 @@
+// tessera-gpt: a decoder-only GPT trained on Jane Austen's novels (or any
+// text) with tessera: data parallelism with data-parallel or sharded LAMB
+// (AdamW = LAMB without layer adaptation), sequence parallelism with ring
+// attention (causal, zigzag layout), the same loss curve on every layout.
+// Uses only tessera's public API. See apps/gpt/README.md.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "data.hpp"
+#include "model.hpp"
+#include "rng.hpp"
+#include "tessera/tessera.h"
+
+using namespace gpt;
+
+namespace {
+
+struct Options {
+  std::string data;  // empty: Austen
+  Shape shape;
+  size_t batch = 16;  // global sequences per step
+  int steps = 200;
+  std::string optimizer = "lamb";  // lamb | adamw
+  std::string dist = "dp";         // dp | sharded
+  double lr = 0;                   // 0: 4e-3 (lamb), 1e-3 (adamw)
+  double min_lr_frac = 0.1;
+  int warmup = -1;  // -1: min(100, steps/10)
+  double wd = 0.01, clip = 1.0;
+  int dp = 0, sp = 1;  // 0: world size / sp
+  uint64_t seed = 1;
+  double val_frac = 0.1;
+  int eval_every = 0, eval_batches = 8;
+  int sample = 300;
+  std::string prompt = "It is a truth universally acknowledged";
+  double temperature = 0.8;
+  std::string csv;
+  std::string expect_curve;
+  double curve_tol = 1e-4;
+  int log_every = 1;
+  bool report = true;
+};
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* kUsage =
+    "usage: tessera-gpt [options]   (run under mpiexec; any rank count that fits the layout)\n"
+    "model:    --layers L (4) --width C (256) --heads H (4) --seq T (128)\n"
+    "data:     --data FILE (default: Jane Austen, " "r-cran-janeaustenr's Rdata.rdb; any text file)\n"
+    "          --val-frac F (0.1) --seed S (1)\n"
+    "training: --steps N (200) --batch B (16, global sequences) --optimizer lamb|adamw\n"
+    "          --lr X (lamb 4e-3, adamw 1e-3) --warmup N --min-lr-frac F (0.1) --wd X (0.01)\n"
+    "          --clip X (1.0, global gradient norm; 0 off)\n"
+    "layout:   --dp D (ranks/sp) data-parallel replicas, --sp S (1) sequence-parallel ranks\n"
+    "          (ring attention, zigzag), --dist dp|sharded (LAMB state replicated or sharded)\n"
+    "output:   --eval-every N (0: at the end) --eval-batches N (8) --csv FILE\n"
+    "          --sample N (300 bytes) --prompt TEXT --temperature X (0.8) --log-every N (1)\n"
+    "          --no-report --expect-curve CSV [--curve-tol X (1e-4)]\n";
+
+template <class T>
+T parse_num(const std::string& opt, const char* s) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(s, &end);
+  if (!s[0] || *end || errno) throw UsageError(opt + " needs a number, got '" + s + "'");
+  if (std::is_integral<T>::value) {
+    if (v != std::floor(v) || v < 0) throw UsageError(opt + " needs a non-negative integer, got '" + s + "'");
+  }
+  return static_cast<T>(v);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&]() -> const char* {
+      if (i + 1 >= argc) throw UsageError(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") throw UsageError("");
+    else if (a == "--data") o.data = val();
+    else if (a == "--layers") o.shape.layers = parse_num<size_t>(a, val());
+    else if (a == "--width") o.shape.width = parse_num<size_t>(a, val());
+    else if (a == "--heads") o.shape.heads = parse_num<size_t>(a, val());
+    else if (a == "--seq") o.shape.seq = parse_num<size_t>(a, val());
+    else if (a == "--batch") o.batch = parse_num<size_t>(a, val());
+    else if (a == "--steps") o.steps = parse_num<int>(a, val());
+    else if (a == "--optimizer") o.optimizer = val();
+    else if (a == "--dist") o.dist = val();
+    else if (a == "--lr") o.lr = parse_num<double>(a, val());
+    else if (a == "--min-lr-frac") o.min_lr_frac = parse_num<double>(a, val());
+    else if (a == "--warmup") o.warmup = parse_num<int>(a, val());
+    else if (a == "--wd") o.wd = parse_num<double>(a, val());
+    else if (a == "--clip") o.clip = parse_num<double>(a, val());
+    else if (a == "--dp") o.dp = parse_num<int>(a, val());
+    else if (a == "--sp") o.sp = parse_num<int>(a, val());
+    else if (a == "--seed") o.seed = parse_num<uint64_t>(a, val());
+    else if (a == "--val-frac") o.val_frac = parse_num<double>(a, val());
+    else if (a == "--eval-every") o.eval_every = parse_num<int>(a, val());
+    else if (a == "--eval-batches") o.eval_batches = parse_num<int>(a, val());
+    else if (a == "--sample") o.sample = parse_num<int>(a, val());
+    else if (a == "--prompt") o.prompt = val();
+    else if (a == "--temperature") o.temperature = parse_num<double>(a, val());
+    else if (a == "--csv") o.csv = val();
+    else if (a == "--expect-curve") o.expect_curve = val();
+    else if (a == "--curve-tol") o.curve_tol = parse_num<double>(a, val());
+    else if (a == "--log-every") o.log_every = parse_num<int>(a, val());
+    else if (a == "--no-report") o.report = false;
+    else throw UsageError("unknown option '" + a + "'");
+  }
+  if (o.optimizer != "lamb" && o.optimizer != "adamw")
+    throw UsageError("--optimizer must be lamb or adamw, got '" + o.optimizer + "'");
+  if (o.dist != "dp" && o.dist != "sharded") throw UsageError("--dist must be dp or sharded, got '" + o.dist + "'");
+  if (o.lr == 0) o.lr = o.optimizer == "lamb" ? 4e-3 : 1e-3;
+  if (o.warmup < 0) o.warmup = std::min(100, o.steps / 10);
+  if (o.log_every < 1) o.log_every = 1;
+  if (o.temperature <= 0) throw UsageError("--temperature must be > 0");
+  return o;
+}
+
+// The configuration checks every rank makes (same inputs, same verdict).
+void check_config(Options& o, int world) {
+  const Shape& s = o.shape;
+  if (s.layers < 1 || s.width < 1 || s.heads < 1 || s.seq < 2 || o.batch < 1)
+    throw UsageError("--layers, --width, --heads, --batch must be >= 1 and --seq >= 2");
+  if (s.width % s.heads)
+    throw UsageError("--heads " + std::to_string(s.heads) + " does not divide --width " + std::to_string(s.width) +
+                     ": choose a head count that divides the width");
+  if (o.sp < 1) throw UsageError("--sp must be >= 1");
+  if (o.dp == 0) {
+    if (world % o.sp)
+      throw UsageError("--sp " + std::to_string(o.sp) + " does not divide the " + std::to_string(world) +
+                       " ranks: run on a multiple of --sp ranks");
+    o.dp = world / o.sp;
+  }
+  if (o.dp * o.sp != world)
+    throw UsageError("the layout --dp " + std::to_string(o.dp) + " x --sp " + std::to_string(o.sp) + " needs " +
+                     std::to_string(o.dp * o.sp) + " ranks, but " + std::to_string(world) +
+                     " are running: change --dp/--sp or the rank count");
+  if (o.batch % static_cast<size_t>(o.dp))
+    throw UsageError("--batch " + std::to_string(o.batch) + " is not divisible by --dp " + std::to_string(o.dp) +
+                     ": use a batch that is a multiple of the data-parallel replicas");
+  if (o.sp > 1 && s.seq % (2 * static_cast<size_t>(o.sp)))
+    throw UsageError("--seq " + std::to_string(s.seq) + " is not divisible by 2 x --sp = " + std::to_string(2 * o.sp) +
+                     " (the zigzag layout gives each sequence rank two equal chunks): change --seq or --sp");
+}
+
+void die_tsr(tsr_context ctx, const char* what, tsr_status st) {
+  std::fprintf(stderr, "tessera-gpt: %s failed: %s: %s\n", what, tsr_status_name(st),
+               ctx ? tsr_last_error(ctx) : tsr_last_error(nullptr));
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+#define TSR_OK(ctx, call)                       \
+  do {                                          \
+    tsr_status st_ = (call);                    \
+    if (st_ != TSR_SUCCESS) die_tsr(ctx, #call, st_); \
+  } while (0)
+
+struct Schedule {
+  double base, min_frac;
+  int warmup, steps;
+};
+double schedule_fn(int64_t t, int, double lr, void* user) {
+  const Schedule* s = static_cast<const Schedule*>(user);
+  (void)lr;
+  if (t <= s->warmup) return s->base * static_cast<double>(t) / static_cast<double>(s->warmup);
+  double prog = s->steps > s->warmup ? static_cast<double>(t - s->warmup) / static_cast<double>(s->steps - s->warmup) : 1.0;
+  prog = std::min(1.0, prog);
+  double m = s->min_frac;
+  return s->base * (m + (1 - m) * 0.5 * (1 + std::cos(3.141592653589793 * prog)));
+}
+
+// Reads "step,loss,..." lines (header skipped).
+std::vector<double> read_curve(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw UsageError("--expect-curve: cannot open '" + path + "'");
+  std::vector<double> loss;
+  std::string line;
+  std::getline(f, line);
+  while (std::getline(f, line)) {
+    std::istringstream is(line);
+    std::string step, l;
+    std::getline(is, step, ',');
+    std::getline(is, l, ',');
+    if (!l.empty()) loss.push_back(std::strtod(l.c_str(), nullptr));
+  }
+  return loss;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int world = 1, wrank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+  Options o;
+  std::string text;
+  try {
+    o = parse(argc, argv);
+    check_config(o, world);
+    text = load_text(o.data.empty() ? kAustenRdb : o.data);
+  } catch (const UsageError& e) {
+    if (!*e.what()) {
+      if (wrank == 0) std::fputs(kUsage, stdout);
+      MPI_Finalize();
+      return 0;
+    }
+    std::fprintf(stderr, "tessera-gpt: error (rank %d): %s\n", wrank, e.what());
+    if (wrank == 0) std::fputs(kUsage, stderr);
+    MPI_Finalize();
+    return 2;
+  } catch (const DataError& e) {
+    std::fprintf(stderr, "tessera-gpt: error (rank %d): %s%s\n", wrank, e.what(),
+                 o.data.empty() ? " (install the Jane Austen text: apt-get install --no-install-recommends "
+                                  "r-cran-janeaustenr, or give --data FILE)"
+                                : "");
+    MPI_Finalize();
+    return 2;
+  }
+  Split split;
+  try {
+    split = split_text(text, o.val_frac, o.shape.seq);
+  } catch (const DataError& e) {
+    std::fprintf(stderr, "tessera-gpt: error (rank %d): %s\n", wrank, e.what());
+    MPI_Finalize();
+    return 2;
+  }
+  const bool root = wrank == 0;
+
+  // --- tessera: a context, a DP x SP grid, a ring over the sequence axis ---
+  tsr_context ctx = nullptr;
+  TSR_OK(nullptr, tsr_context_create(MPI_COMM_WORLD, &ctx));
+  tsr_grid grid = nullptr;
+  int dims[3] = {o.dp, o.sp, 1};
+  TSR_OK(ctx, tsr_grid_create(ctx, TSR_GRID_2D, dims, &grid));
+  int coords[3];
+  TSR_OK(ctx, tsr_grid_my_coords(grid, coords));
+  const int dpi = coords[0], spi = coords[1];
+  tsr_ring ring = nullptr;
+  TSR_OK(ctx, tsr_ring_create(grid, TSR_AXIS_ROW, &ring));
+
+  const Shape& S = o.shape;
+  const size_t Bl = o.batch / static_cast<size_t>(o.dp);
+  size_t Tl = 0;
+  TSR_OK(ctx, tsr_attn_shard_len(TSR_ATTN_LAYOUT_ZIGZAG, S.seq, o.sp, spi, &Tl));
+  std::vector<int64_t> pos(Tl);
+  TSR_OK(ctx, tsr_attn_positions(TSR_ATTN_LAYOUT_ZIGZAG, S.seq, o.sp, spi, pos.data()));
+  Model<float> model(S, ring, TSR_ATTN_LAYOUT_ZIGZAG);
+  model.resize(Bl, pos, S.seq);
+  const auto& layout = model.layout();
+  const size_t n = param_count(layout);
+  std::vector<float> P(n), G(n);
+  init_params(P.data(), layout, S, o.seed);
+
+  // --- the optimizer: one group per tensor ---
+  std::vector<size_t> sizes;
+  for (const auto& t : layout) sizes.push_back(t.size);
+  tsr_optimizer opt = nullptr;
+  tsr_opt_dist dist = o.dist == "sharded" ? TSR_OPT_SHARDED : TSR_OPT_DATA_PARALLEL;
+  TSR_OK(ctx, tsr_optimizer_create(ctx, TSR_PRESET_LAMB_APEX, dist, TSR_FLOAT32, sizes.size(), sizes.data(), &opt));
+  TSR_OK(ctx, tsr_optimizer_set_param(opt, TSR_OPT_LR, o.lr));
+  TSR_OK(ctx, tsr_optimizer_set_param(opt, TSR_OPT_WEIGHT_DECAY, o.wd));
+  TSR_OK(ctx, tsr_optimizer_set_param(opt, TSR_OPT_MAX_GRAD_NORM, o.clip));
+  const bool lamb = o.optimizer == "lamb";
+  for (size_t g = 0; g < layout.size(); ++g) {
+    TSR_OK(ctx, tsr_optimizer_set_group_param(opt, static_cast<int>(g), TSR_OPT_DECAY, layout[g].matrix ? 1 : 0));
+    TSR_OK(ctx, tsr_optimizer_set_group_param(opt, static_cast<int>(g), TSR_OPT_ADAPT, lamb && layout[g].matrix ? 1 : 0));
+  }
+  Schedule sched{o.lr, o.min_lr_frac, std::max(1, o.warmup), o.steps};
+  TSR_OK(ctx, tsr_optimizer_set_schedule(opt, schedule_fn, &sched));
+
+  const double tokens_per_step = static_cast<double>(o.batch * S.seq);
+  const double C = static_cast<double>(S.width), L = static_cast<double>(S.layers);
+  const double flop_per_token = 2 * 12 * C * C * L + 2 * C * static_cast<double>(S.vocab) + 4 * static_cast<double>(S.seq) * C * L;
+  const double flop_per_step = 3 * flop_per_token * tokens_per_step;  // the PyTorch baseline's count
+  if (root) {
+    std::printf("tessera-gpt: %zu layers, width %zu, %zu heads, seq %zu, vocab %zu: %zu parameters in %zu groups\n",
+                S.layers, S.width, S.heads, S.seq, S.vocab, n, layout.size());
+    std::printf("data: %s, %zu bytes (train %zu, validation %zu)\n", o.data.empty() ? "Jane Austen's novels" : o.data.c_str(),
+                text.size(), split.train.size(), split.val.size());
+    std::printf("layout: %d ranks = DP %d x SP %d (ring attention, zigzag; %zu tokens per rank per sequence); "
+                "%s %s, lr %g, warmup %d, batch %zu x %zu tokens\n",
+                world, o.dp, o.sp, Tl, o.optimizer == "lamb" ? "LAMB" : "AdamW (LAMB without layer adaptation)",
+                o.dist == "sharded" ? "sharded" : "data-parallel", o.lr, o.warmup, o.batch, S.seq);
+    std::fflush(stdout);
+  }
+
+  std::vector<int32_t> x(Bl * Tl), y(Bl * Tl);
+  const float scale = 1.0f / static_cast<float>(Bl * Tl);
+  const double nreplicas = static_cast<double>(o.dp * o.sp);
+  auto global_mean = [&](double local_sum_mean) {
+    double v = local_sum_mean;
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_ALL, &v, &v, 1, TSR_FLOAT64, TSR_SUM));
+    return v / nreplicas;
+  };
+  auto evaluate = [&]() {
+    TSR_OK(ctx, tsr_region_begin(ctx, "eval"));
+    double sum = 0;
+    for (int i = 0; i < o.eval_batches; ++i) {
+      fill_batch(split.val, o.seed, STREAM_VAL_BATCH, static_cast<uint64_t>(i), static_cast<size_t>(dpi) * Bl, Bl, S.seq,
+                 pos.data(), Tl, x.data(), y.data());
+      sum += model.forward(P.data(), x.data(), y.data()) / static_cast<double>(Bl * Tl);
+    }
+    double v = global_mean(sum / std::max(1, o.eval_batches));
+    TSR_OK(ctx, tsr_region_end(ctx, "eval"));
+    return v;
+  };
+
+  FILE* csv = nullptr;
+  if (root && !o.csv.empty()) {
+    csv = std::fopen(o.csv.c_str(), "w");
+    if (!csv) std::fprintf(stderr, "tessera-gpt: warning: cannot write --csv %s\n", o.csv.c_str());
+    else std::fprintf(csv, "step,loss,lr,ms,tokens_per_s,val_loss\n");
+  }
+  std::vector<double> curve;
+  double total_ms = 0, best_ms = 1e300;
+  std::vector<double> step_ms;
+  for (int step = 1; step <= o.steps; ++step) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    fill_batch(split.train, o.seed, STREAM_TRAIN_BATCH, static_cast<uint64_t>(step), static_cast<size_t>(dpi) * Bl, Bl,
+               S.seq, pos.data(), Tl, x.data(), y.data());
+    TSR_OK(ctx, tsr_region_begin(ctx, "forward"));
+    double local = model.forward(P.data(), x.data(), y.data()) * static_cast<double>(scale);
+    TSR_OK(ctx, tsr_region_end(ctx, "forward"));
+    TSR_OK(ctx, tsr_region_begin(ctx, "backward"));
+    model.backward(P.data(), G.data(), x.data(), y.data(), scale);
+    TSR_OK(ctx, tsr_region_end(ctx, "backward"));
+    TSR_OK(ctx, tsr_region_begin(ctx, "optimizer"));
+    tsr_status st = tsr_optimizer_step(opt, P.data(), G.data(), n);
+    if (st == TSR_ERR_NUMERIC) {
+      if (root) std::printf("step %d: gradient not finite, step skipped by the optimizer\n", step);
+    } else if (st != TSR_SUCCESS) {
+      die_tsr(ctx, "tsr_optimizer_step", st);
+    }
+    double loss = global_mean(local);
+    TSR_OK(ctx, tsr_region_end(ctx, "optimizer"));
+    TSR_OK(ctx, tsr_flops_add(ctx, static_cast<uint64_t>(flop_per_step / nreplicas)));
+    double ms = (MPI_Wtime() - t0) * 1e3;
+    double lr_used = 0;
+    tsr_optimizer_query(opt, TSR_OPTQ_LR, 0, &lr_used);
+    curve.push_back(loss);
+    step_ms.push_back(ms);
+    if (step > 1) total_ms += ms, best_ms = std::min(best_ms, ms);
+    double val = NAN;
+    if (o.eval_every > 0 && step % o.eval_every == 0 && step != o.steps) val = evaluate();
+    if (root) {
+      if (step % o.log_every == 0 || step == 1 || step == o.steps)
+        std::printf("step %5d/%d  loss %.4f  lr %.2e  %8.0f tok/s  %8.1f ms%s\n", step, o.steps, loss, lr_used,
+                    tokens_per_step / (ms / 1e3), ms,
+                    std::isnan(val) ? "" : ("  val " + std::to_string(val)).c_str());
+      if (csv) {
+        std::fprintf(csv, "%d,%.9g,%.6g,%.3f,%.1f,", step, loss, lr_used, ms, tokens_per_step / (ms / 1e3));
+        if (!std::isnan(val)) std::fprintf(csv, "%.9g", val);
+        std::fprintf(csv, "\n");
+      }
+      std::fflush(stdout);
+    }
+  }
+  double val = evaluate();
+  double h1 = unigram_entropy(split.val);
+  if (root) {
+    std::vector<double> sorted(step_ms.begin() + (step_ms.size() > 1 ? 1 : 0), step_ms.end());
+    std::sort(sorted.begin(), sorted.end());
+    double med = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+    std::printf("validation loss %.4f nats/byte (unigram entropy of the validation text %.4f)\n", val, h1);
+    if (!sorted.empty())
+      std::printf("step time (steps 2..%d): median %.1f ms, min %.1f ms; %.0f tokens/s; %.1f GFLOP/s "
+                  "(%.1f GFLOP per step, 3 x forward matmul FLOPs)\n",
+                  o.steps, med, best_ms, tokens_per_step / (med / 1e3), flop_per_step / (med / 1e3) / 1e9, flop_per_step / 1e9);
+    if (csv) {
+      std::fprintf(csv, "%d,,,,,%.9g\n", o.steps, val);
+      std::fclose(csv);
+    }
+  }
+
+  // --- sample text from the trained model (rank 0, a ring of its own) ---
+  if (root && o.sample > 0) {
+    tsr_context sctx = nullptr;
+    tsr_ring sring = nullptr;
+    TSR_OK(nullptr, tsr_context_create(MPI_COMM_SELF, &sctx));
+    TSR_OK(sctx, tsr_ring_create_comm(sctx, MPI_COMM_SELF, &sring));
+    Model<float> gen(S, sring, TSR_ATTN_LAYOUT_CONTIGUOUS);
+    std::vector<int32_t> ctxt;
+    for (unsigned char c : o.prompt) ctxt.push_back(c);
+    if (ctxt.empty()) ctxt.push_back('\n');
+    std::string out;
+    for (int i = 0; i < o.sample; ++i) {
+      size_t w = std::min(ctxt.size(), S.seq);
+      std::vector<int64_t> gp(w);
+      for (size_t t = 0; t < w; ++t) gp[t] = static_cast<int64_t>(t);
+      gen.resize(1, gp, w);
+      gen.forward(P.data(), ctxt.data() + (ctxt.size() - w), nullptr);
+      const float* lg = gen.logits() + (w - 1) * S.vocab;
+      double m = lg[0];
+      for (size_t v = 1; v < S.vocab; ++v) m = std::max(m, static_cast<double>(lg[v]));
+      std::vector<double> pr(S.vocab);
+      double sum = 0;
+      for (size_t v = 0; v < S.vocab; ++v) sum += pr[v] = std::exp((lg[v] - m) / o.temperature);
+      double u = uniform01(o.seed, STREAM_SAMPLE, static_cast<uint64_t>(i)) * sum;
+      size_t pick = 0;
+      for (; pick + 1 < S.vocab && u >= pr[pick]; ++pick) u -= pr[pick];
+      ctxt.push_back(static_cast<int32_t>(pick));
+      out.push_back(static_cast<char>(pick));
+    }
+    std::printf("sample (temperature %g):\n%s%s\n", o.temperature, o.prompt.c_str(), out.c_str());
+    tsr_ring_destroy(&sring);
+    tsr_context_destroy(&sctx);
+  }
+
+  // --- accounting and energy ---
+  if (o.report) {
+    tsr_report rep = nullptr;
+    TSR_OK(ctx, tsr_report_create(ctx, 0, &rep));
+    size_t need = 0;
+    tsr_report_format(rep, nullptr, 0, &need);
+    std::string buf(need + 1, '\0');
+    tsr_report_format(rep, &buf[0], buf.size(), &need);
+    if (root) std::printf("--- bytes by region and level (tessera accounting) ---\n%s\n", buf.c_str());
+    tsr_report_destroy(&rep);
+    tsr_energy_report er = nullptr;
+    if (tsr_energy_report_create(ctx, nullptr, 0, &er) == TSR_SUCCESS) {
+      need = 0;
+      tsr_energy_report_format(er, TSR_OUTPUT_TABLE, nullptr, 0, &need);
+      std::string eb(need + 1, '\0');
+      tsr_energy_report_format(er, TSR_OUTPUT_TABLE, &eb[0], eb.size(), &need);
+      if (root) std::printf("--- modelled energy ---\n%s\n", eb.c_str());
+      tsr_energy_report_destroy(&er);
+    } else if (root) {
+      std::printf("(no energy report: %s)\n", tsr_last_error(ctx));
+    }
+  }
+
+  int rc = 0;
+  if (!o.expect_curve.empty()) {  // every rank holds the curve: every rank decides
+    try {
+      std::vector<double> ref = read_curve(o.expect_curve);
+      double worst = 0;
+      int at = 0;
+      size_t nn = std::min(ref.size(), curve.size());
+      for (size_t i = 0; i < nn; ++i) {
+        double r = std::fabs(curve[i] - ref[i]) / std::fabs(ref[i]);
+        if (r > worst) worst = r, at = static_cast<int>(i + 1);
+      }
+      bool ok = nn == curve.size() && nn > 0 && worst <= o.curve_tol;
+      if (root) std::printf("curve check: max relative loss difference %.3e (step %d) over %zu steps vs %s: %s (tolerance %.1e)\n",
+                  worst, at, nn, o.expect_curve.c_str(), ok ? "PASS" : "FAIL", o.curve_tol);
+      if (!ok) rc = 1;
+    } catch (const std::exception& e) {
+      if (root) std::printf("curve check: FAIL: %s\n", e.what());
+      rc = 1;
+    }
+  }
+  tsr_optimizer_destroy(&opt);
+  tsr_ring_destroy(&ring);
+  tsr_grid_destroy(&grid);
+  tsr_context_destroy(&ctx);
+  MPI_Finalize();
+  return rc;
+}

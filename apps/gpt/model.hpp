@@ -1,0 +1,226 @@
+// The GPT: one flat parameter array cut into named tensors (one optimizer
+// group each), deterministic initialisation from the seed, and the forward
+// and backward of this rank's tokens written out layer by layer over the
+// layer kit. Templated on the element type: float for training, double for
+// the whole-model gradient test.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layers.hpp"
+#include "rng.hpp"
+
+namespace gpt {
+
+struct Shape {
+  size_t vocab = 256;  // byte-level
+  size_t layers = 4;
+  size_t width = 256;  // C
+  size_t heads = 4;    // H
+  size_t seq = 128;    // T, the global sequence length (also the position table)
+};
+
+enum InitKind { INIT_NORMAL, INIT_NORMAL_RESID, INIT_ZERO, INIT_ONE };
+
+struct ParamTensor {
+  std::string name;
+  size_t offset, size;
+  InitKind init;
+  bool matrix;  // weight decay and layer adaptation apply (not biases, LayerNorm)
+};
+
+// Tensors in order: wte (V, C), wpe (T, C); per layer ln1.g, ln1.b, qkv.w (C, 3C),
+// qkv.b, proj.w (C, C), proj.b, ln2.g, ln2.b, fc.w (C, 4C), fc.b, fcproj.w (4C, C),
+// fcproj.b; lnf.g, lnf.b, head.w (C, V).
+inline std::vector<ParamTensor> param_layout(const Shape& s) {
+  std::vector<ParamTensor> t;
+  size_t off = 0;
+  auto add = [&](std::string n, size_t sz, InitKind k, bool m) {
+    t.push_back({std::move(n), off, sz, k, m});
+    off += sz;
+  };
+  const size_t C = s.width, V = s.vocab;
+  add("wte", V * C, INIT_NORMAL, true);
+  add("wpe", s.seq * C, INIT_NORMAL, true);
+  for (size_t l = 0; l < s.layers; ++l) {
+    std::string p = "h" + std::to_string(l) + ".";
+    add(p + "ln1.g", C, INIT_ONE, false);
+    add(p + "ln1.b", C, INIT_ZERO, false);
+    add(p + "attn.qkv.w", C * 3 * C, INIT_NORMAL, true);
+    add(p + "attn.qkv.b", 3 * C, INIT_ZERO, false);
+    add(p + "attn.proj.w", C * C, INIT_NORMAL_RESID, true);
+    add(p + "attn.proj.b", C, INIT_ZERO, false);
+    add(p + "ln2.g", C, INIT_ONE, false);
+    add(p + "ln2.b", C, INIT_ZERO, false);
+    add(p + "mlp.fc.w", C * 4 * C, INIT_NORMAL, true);
+    add(p + "mlp.fc.b", 4 * C, INIT_ZERO, false);
+    add(p + "mlp.proj.w", 4 * C * C, INIT_NORMAL_RESID, true);
+    add(p + "mlp.proj.b", C, INIT_ZERO, false);
+  }
+  add("lnf.g", C, INIT_ONE, false);
+  add("lnf.b", C, INIT_ZERO, false);
+  add("head.w", C * V, INIT_NORMAL, true);
+  return t;
+}
+
+inline size_t param_count(const std::vector<ParamTensor>& t) {
+  return t.empty() ? 0 : t.back().offset + t.back().size;
+}
+
+// GPT-2's initialisation: N(0, 0.02), the residual projections scaled by
+// 1/sqrt(2 layers), biases 0, LayerNorm gains 1. Element i of tensor k is a
+// function of (seed, k, i) only.
+template <class T>
+void init_params(T* p, const std::vector<ParamTensor>& layout, const Shape& s, uint64_t seed) {
+  const double sd = 0.02, sdr = 0.02 / std::sqrt(2.0 * static_cast<double>(s.layers));
+  for (size_t k = 0; k < layout.size(); ++k) {
+    const ParamTensor& t = layout[k];
+    for (size_t i = 0; i < t.size; ++i) {
+      double v = 0;
+      switch (t.init) {
+        case INIT_NORMAL: v = sd * normal(seed, STREAM_INIT + k, i); break;
+        case INIT_NORMAL_RESID: v = sdr * normal(seed, STREAM_INIT + k, i); break;
+        case INIT_ZERO: v = 0; break;
+        case INIT_ONE: v = 1; break;
+      }
+      p[t.offset + i] = static_cast<T>(v);
+    }
+  }
+}
+
+// Forward and backward of B sequences' local tokens (Tl per sequence, at
+// global positions pos[0..Tl)) on one rank of a sequence ring.
+template <class T>
+class Model {
+ public:
+  Model(const Shape& s, tsr_ring ring, tsr_attn_layout layout) : s_(s), ring_(ring) {
+    layout_ = param_layout(s);
+    cfg_ = TSR_ATTN_CONFIG_INIT;
+    cfg_.variant = TSR_ATTN_RING;
+    cfg_.layout = layout;
+    cfg_.causal = 1;
+    cfg_.type = dtype_of<T>();
+    acts_.resize(s.layers);
+  }
+  const std::vector<ParamTensor>& layout() const { return layout_; }
+  const Shape& shape() const { return s_; }
+
+  // Sizes for the next calls: B sequences, Tl local tokens at global
+  // positions pos, of a sequence of seq_len tokens (<= shape.seq).
+  void resize(size_t B, const std::vector<int64_t>& pos, size_t seq_len) {
+    B_ = B;
+    pos_ = pos;
+    Tl_ = pos.size();
+    cfg_.seq_len = seq_len;
+    const size_t N = B_ * Tl_, C = s_.width, V = s_.vocab;
+    auto sz = [](std::vector<T>& v, size_t n) {
+      if (v.size() < n) v.assign(n, T(0));
+    };
+    sz(x0_, N * C);
+    for (Acts& a : acts_) {
+      sz(a.ln1, N * C), sz(a.ln1m, N), sz(a.ln1r, N), sz(a.qkv, N * 3 * C);
+      sz(a.q, N * C), sz(a.k, N * C), sz(a.v, N * C), sz(a.o, N * C), sz(a.lse, N * s_.heads);
+      sz(a.atty, N * C), sz(a.proj, N * C), sz(a.x1, N * C), sz(a.ln2, N * C), sz(a.ln2m, N);
+      sz(a.ln2r, N), sz(a.fc, N * 4 * C), sz(a.gel, N * 4 * C), sz(a.fp, N * C), sz(a.x2, N * C);
+    }
+    sz(lnf_, N * C), sz(lnfm_, N), sz(lnfr_, N), sz(logits_, N * V), sz(probs_, N * V);
+    sz(dres_, N * C), sz(dln_, N * C), sz(dqkv_, N * 3 * C), sz(datty_, N * C);
+    sz(dfc_, N * 4 * C), sz(dgel_, N * 4 * C), sz(dlogits_, N * V);
+    sz(dq_, N * C), sz(dk_, N * C), sz(dv_, N * C), sz(dO_, N * C);
+  }
+  size_t tokens() const { return B_ * Tl_; }
+
+  // Returns the SUM of the token losses of this rank (targets may be null:
+  // then only the logits are computed).
+  double forward(const T* P, const int32_t* tok, const int32_t* targets) {
+    const size_t N = B_ * Tl_, C = s_.width, V = s_.vocab, H = s_.heads;
+    auto p = [&](size_t t) { return P + layout_[t].offset; };
+    embedding_forward(x0_.data(), tok, pos_.data(), B_, Tl_, p(0), p(1), C);
+    const T* in = x0_.data();
+    for (size_t l = 0; l < s_.layers; ++l) {
+      Acts& a = acts_[l];
+      size_t b = 2 + 12 * l;
+      layernorm_forward(a.ln1.data(), a.ln1m.data(), a.ln1r.data(), in, p(b), p(b + 1), N, C);
+      linear_forward(a.qkv.data(), a.ln1.data(), p(b + 2), p(b + 3), N, C, 3 * C);
+      attention_forward(ring_, cfg_, a.atty.data(), a.q.data(), a.k.data(), a.v.data(), a.o.data(),
+                        a.lse.data(), a.qkv.data(), B_, Tl_, C, H);
+      linear_forward(a.proj.data(), a.atty.data(), p(b + 4), p(b + 5), N, C, C);
+      residual_forward(a.x1.data(), in, a.proj.data(), N * C);
+      layernorm_forward(a.ln2.data(), a.ln2m.data(), a.ln2r.data(), a.x1.data(), p(b + 6), p(b + 7), N, C);
+      linear_forward(a.fc.data(), a.ln2.data(), p(b + 8), p(b + 9), N, C, 4 * C);
+      gelu_forward(a.gel.data(), a.fc.data(), N * 4 * C);
+      linear_forward(a.fp.data(), a.gel.data(), p(b + 10), p(b + 11), N, 4 * C, C);
+      residual_forward(a.x2.data(), a.x1.data(), a.fp.data(), N * C);
+      in = a.x2.data();
+    }
+    size_t f = 2 + 12 * s_.layers;
+    layernorm_forward(lnf_.data(), lnfm_.data(), lnfr_.data(), in, p(f), p(f + 1), N, C);
+    linear_forward(logits_.data(), lnf_.data(), p(f + 2), static_cast<const T*>(nullptr), N, C, V);
+    if (!targets) return 0;
+    return crossentropy_forward(probs_.data(), logits_.data(), targets, N, V);
+  }
+
+  // G = d(scale * sum of token losses)/dP, overwriting G (all n elements),
+  // after a forward with targets.
+  void backward(const T* P, T* G, const int32_t* tok, const int32_t* targets, T scale) {
+    const size_t N = B_ * Tl_, C = s_.width, V = s_.vocab, H = s_.heads;
+    auto p = [&](size_t t) { return P + layout_[t].offset; };
+    auto g = [&](size_t t) { return G + layout_[t].offset; };
+    auto zero = [](std::vector<T>& v, size_t n) { std::fill(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), T(0)); };
+    std::fill(G, G + param_count(layout_), T(0));
+    crossentropy_backward(dlogits_.data(), probs_.data(), targets, N, V, scale);
+    size_t f = 2 + 12 * s_.layers;
+    const T* last = s_.layers ? acts_.back().x2.data() : x0_.data();
+    zero(dln_, N * C);
+    zero(dres_, N * C);
+    linear_backward(dln_.data(), g(f + 2), static_cast<T*>(nullptr), dlogits_.data(), lnf_.data(), p(f + 2), N, C, V);
+    layernorm_backward(dres_.data(), g(f), g(f + 1), dln_.data(), last, lnfm_.data(), lnfr_.data(), p(f), N, C);
+    for (size_t l = s_.layers; l-- > 0;) {
+      Acts& a = acts_[l];
+      size_t b = 2 + 12 * l;
+      const T* in = l ? acts_[l - 1].x2.data() : x0_.data();
+      // x2 = x1 + fp: the residual gradient dres flows to both unchanged.
+      zero(dgel_, N * 4 * C);
+      linear_backward(dgel_.data(), g(b + 10), g(b + 11), dres_.data(), a.gel.data(), p(b + 10), N, 4 * C, C);
+      zero(dfc_, N * 4 * C);
+      gelu_backward(dfc_.data(), dgel_.data(), a.fc.data(), N * 4 * C);
+      zero(dln_, N * C);
+      linear_backward(dln_.data(), g(b + 8), g(b + 9), dfc_.data(), a.ln2.data(), p(b + 8), N, C, 4 * C);
+      layernorm_backward(dres_.data(), g(b + 6), g(b + 7), dln_.data(), a.x1.data(), a.ln2m.data(), a.ln2r.data(), p(b + 6), N, C);
+      // x1 = in + proj
+      zero(datty_, N * C);
+      linear_backward(datty_.data(), g(b + 4), g(b + 5), dres_.data(), a.atty.data(), p(b + 4), N, C, C);
+      zero(dqkv_, N * 3 * C);
+      attention_backward(ring_, cfg_, dqkv_.data(), datty_.data(), a.q.data(), a.k.data(), a.v.data(),
+                         a.o.data(), a.lse.data(), dq_.data(), dk_.data(), dv_.data(), dO_.data(), B_, Tl_, C, H);
+      zero(dln_, N * C);
+      linear_backward(dln_.data(), g(b + 2), g(b + 3), dqkv_.data(), a.ln1.data(), p(b + 2), N, C, 3 * C);
+      layernorm_backward(dres_.data(), g(b), g(b + 1), dln_.data(), in, a.ln1m.data(), a.ln1r.data(), p(b), N, C);
+    }
+    embedding_backward(g(0), g(1), dres_.data(), tok, pos_.data(), B_, Tl_, C);
+  }
+
+  // Logits of the last forward, (B*Tl, V).
+  const T* logits() const { return logits_.data(); }
+
+ private:
+  struct Acts {
+    std::vector<T> ln1, ln1m, ln1r, qkv, q, k, v, o, lse, atty, proj, x1, ln2, ln2m, ln2r, fc, gel, fp, x2;
+  };
+  Shape s_;
+  tsr_ring ring_;
+  tsr_attn_config cfg_;
+  std::vector<ParamTensor> layout_;
+  size_t B_ = 0, Tl_ = 0;
+  std::vector<int64_t> pos_;
+  std::vector<T> x0_;
+  std::vector<Acts> acts_;
+  std::vector<T> lnf_, lnfm_, lnfr_, logits_, probs_;
+  std::vector<T> dres_, dln_, dqkv_, datty_, dfc_, dgel_, dlogits_, dq_, dk_, dv_, dO_;
+};
+
+}  // namespace gpt
