@@ -75,6 +75,19 @@ static double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return s;
 }
 
+static void test_fast_math() {
+  double eerr = 0, terr = 0;
+  for (int i = -800000; i <= 800000; ++i) {
+    float x = static_cast<float>(i) * 1e-4f;
+    eerr = std::max(eerr, std::fabs(exp_fast(x) - std::exp(static_cast<double>(x))) / std::exp(static_cast<double>(x)));
+    terr = std::max(terr, std::fabs(vtanh(x) - std::tanh(static_cast<double>(x))));
+  }
+  std::printf("fast float exp: max relative error %.2e on [-80, 80]; tanh: max absolute error %.2e\n", eerr, terr);
+  CHECK(eerr < 1e-6, "exp_fast relative error %g", eerr);
+  CHECK(terr < 3e-7, "vtanh absolute error %g", terr);
+  CHECK(exp_fast(-1000.0f) >= 0 && exp_fast(-1000.0f) < 1e-37f && std::isfinite(exp_fast(1000.0f)), "exp_fast clamping");
+}
+
 static void test_layers(tsr_ring ring) {
   std::printf("layer gradients (double, h = %.0e, tolerance %.0e):\n", kH, kTol);
   const size_t B = 2, Tl = 6, C = 8, V = 11, H = 2, N = B * Tl;
@@ -327,6 +340,7 @@ int main(int argc, char** argv) {
   bool have_austen = std::ifstream(kAustenRdb).good();
   try {
     test_data(have_austen);
+    test_fast_math();
     test_layers(ring);
     test_model(ring);
   } catch (const std::exception& e) {

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,6 +38,39 @@ inline void gemm(bool ta, bool tb, size_t M, size_t N, size_t K, double alpha, c
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M,
               (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
+
+// ------------------------------------------------ vectorisable exp/tanh ---
+// exp and tanh in float without library calls or branches, so that the
+// compiler vectorises the GELU and softmax loops (libm's tanhf was a quarter
+// of a step). exp: Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, the
+// minimax polynomial of Cephes' expf for e^r (about 2 ulp), 2^n built in the
+// exponent bits; inputs clamped to [-87, 88] (no inf, no denormals).
+// tanh(u) = 1 - 2 / (exp(2u) + 1): absolute error ~1e-7. Double (the
+// gradient tests) uses the library functions.
+inline float exp_fast(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  x = x > 88.0f ? 88.0f : x;
+  // round to nearest: adding 1.5 * 2^23 leaves the integer part in the mantissa
+  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  int32_t ni = static_cast<int32_t>(n);
+  float r = x - n * 0.693359375f;
+  r = r + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float y = p * r * r + r + 1.0f;
+  int32_t bits = (ni + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return y * scale;
+}
+inline float vexp(float x) { return exp_fast(x); }
+inline double vexp(double x) { return std::exp(x); }
+inline float vtanh(float u) { return 1.0f - 2.0f / (exp_fast(2.0f * u) + 1.0f); }
+inline double vtanh(double u) { return std::tanh(u); }
 
 template <class T>
 constexpr tsr_dtype dtype_of();
@@ -132,11 +166,12 @@ void linear_forward(T* out, const T* x, const T* W, const T* b, size_t N, size_t
       for (size_t j = 0; j < O; ++j) o[j] += b[j];
     }
 }
-// dx (may be null) += dout W^T; dW += x^T dout; db (may be null) += colsum(dout).
+// dx (may be null) += dout W^T (dx_overwrite: dx = dout W^T); dW += x^T dout;
+// db (may be null) += colsum(dout).
 template <class T>
 void linear_backward(T* dx, T* dW, T* db, const T* dout, const T* x, const T* W, size_t N, size_t I,
-                     size_t O) {
-  if (dx) gemm(false, true, N, I, O, T(1), dout, O, W, O, T(1), dx, I);
+                     size_t O, bool dx_overwrite = false) {
+  if (dx) gemm(false, true, N, I, O, T(1), dout, O, W, O, dx_overwrite ? T(0) : T(1), dx, I);
   gemm(true, false, I, O, N, T(1), x, I, dout, O, T(1), dW, O);
   if (db)
     for (size_t n = 0; n < N; ++n) {
@@ -152,7 +187,7 @@ void gelu_forward(T* out, const T* x, size_t n) {
   const T k = static_cast<T>(0.7978845608028654), a = static_cast<T>(0.044715);
   for (size_t i = 0; i < n; ++i) {
     T v = x[i];
-    out[i] = static_cast<T>(0.5) * v * (static_cast<T>(1) + std::tanh(k * (v + a * v * v * v)));
+    out[i] = static_cast<T>(0.5) * v * (static_cast<T>(1) + vtanh(k * (v + a * v * v * v)));
   }
 }
 template <class T>
@@ -160,7 +195,7 @@ void gelu_backward(T* dx, const T* dout, const T* x, size_t n) {
   const T k = static_cast<T>(0.7978845608028654), a = static_cast<T>(0.044715);
   for (size_t i = 0; i < n; ++i) {
     T v = x[i];
-    T th = std::tanh(k * (v + a * v * v * v));
+    T th = vtanh(k * (v + a * v * v * v));
     T dth = (static_cast<T>(1) - th * th) * k * (static_cast<T>(1) + 3 * a * v * v);
     dx[i] += dout[i] * (static_cast<T>(0.5) * (static_cast<T>(1) + th) + static_cast<T>(0.5) * v * dth);
   }
@@ -269,10 +304,8 @@ double crossentropy_forward(T* probs, const T* logits, const int32_t* targets, s
     T m = l[0];
     for (size_t j = 1; j < V; ++j) m = std::max(m, l[j]);
     T s = 0;
-    for (size_t j = 0; j < V; ++j) {
-      p[j] = std::exp(l[j] - m);
-      s += p[j];
-    }
+    for (size_t j = 0; j < V; ++j) p[j] = vexp(l[j] - m);
+    for (size_t j = 0; j < V; ++j) s += p[j];
     T inv = static_cast<T>(1) / s;
     for (size_t j = 0; j < V; ++j) p[j] *= inv;
     total += static_cast<double>(std::log(s) + m - l[targets[n]]);

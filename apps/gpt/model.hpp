@@ -175,30 +175,25 @@ class Model {
     crossentropy_backward(dlogits_.data(), probs_.data(), targets, N, V, scale);
     size_t f = 2 + 12 * s_.layers;
     const T* last = s_.layers ? acts_.back().x2.data() : x0_.data();
-    zero(dln_, N * C);
     zero(dres_, N * C);
-    linear_backward(dln_.data(), g(f + 2), static_cast<T*>(nullptr), dlogits_.data(), lnf_.data(), p(f + 2), N, C, V);
+    linear_backward(dln_.data(), g(f + 2), static_cast<T*>(nullptr), dlogits_.data(), lnf_.data(), p(f + 2), N, C, V, true);
     layernorm_backward(dres_.data(), g(f), g(f + 1), dln_.data(), last, lnfm_.data(), lnfr_.data(), p(f), N, C);
     for (size_t l = s_.layers; l-- > 0;) {
       Acts& a = acts_[l];
       size_t b = 2 + 12 * l;
       const T* in = l ? acts_[l - 1].x2.data() : x0_.data();
       // x2 = x1 + fp: the residual gradient dres flows to both unchanged.
-      zero(dgel_, N * 4 * C);
-      linear_backward(dgel_.data(), g(b + 10), g(b + 11), dres_.data(), a.gel.data(), p(b + 10), N, 4 * C, C);
+      linear_backward(dgel_.data(), g(b + 10), g(b + 11), dres_.data(), a.gel.data(), p(b + 10), N, 4 * C, C, true);
       zero(dfc_, N * 4 * C);
       gelu_backward(dfc_.data(), dgel_.data(), a.fc.data(), N * 4 * C);
-      zero(dln_, N * C);
-      linear_backward(dln_.data(), g(b + 8), g(b + 9), dfc_.data(), a.ln2.data(), p(b + 8), N, C, 4 * C);
+      linear_backward(dln_.data(), g(b + 8), g(b + 9), dfc_.data(), a.ln2.data(), p(b + 8), N, C, 4 * C, true);
       layernorm_backward(dres_.data(), g(b + 6), g(b + 7), dln_.data(), a.x1.data(), a.ln2m.data(), a.ln2r.data(), p(b + 6), N, C);
       // x1 = in + proj
-      zero(datty_, N * C);
-      linear_backward(datty_.data(), g(b + 4), g(b + 5), dres_.data(), a.atty.data(), p(b + 4), N, C, C);
+      linear_backward(datty_.data(), g(b + 4), g(b + 5), dres_.data(), a.atty.data(), p(b + 4), N, C, C, true);
       zero(dqkv_, N * 3 * C);
       attention_backward(ring_, cfg_, dqkv_.data(), datty_.data(), a.q.data(), a.k.data(), a.v.data(),
                          a.o.data(), a.lse.data(), dq_.data(), dk_.data(), dv_.data(), dO_.data(), B_, Tl_, C, H);
-      zero(dln_, N * C);
-      linear_backward(dln_.data(), g(b + 2), g(b + 3), dqkv_.data(), a.ln1.data(), p(b + 2), N, C, 3 * C);
+      linear_backward(dln_.data(), g(b + 2), g(b + 3), dqkv_.data(), a.ln1.data(), p(b + 2), N, C, 3 * C, true);
       layernorm_backward(dres_.data(), g(b), g(b + 1), dln_.data(), in, a.ln1m.data(), a.ln1r.data(), p(b), N, C);
     }
     embedding_backward(g(0), g(1), dres_.data(), tok, pos_.data(), B_, Tl_, C);
