@@ -36,7 +36,7 @@ struct Options {
   double min_lr_frac = 0.1;
   int warmup = -1;  // -1: min(100, steps/10)
   double wd = 0.01, clip = 1.0;
-  int dp = 0, sp = 1;  // 0: world size / sp
+  int dp = 0, sp = 1, tp = 1;  // dp 0: world size / (sp tp)
   uint64_t seed = 1;
   double val_frac = 0.1;
   int eval_every = 0, eval_batches = 8;
@@ -62,8 +62,9 @@ const char* kUsage =
     "training: --steps N (200) --batch B (16, global sequences) --optimizer lamb|adamw\n"
     "          --lr X (lamb 4e-3, adamw 1e-3) --warmup N --min-lr-frac F (0.1) --wd X (0.01)\n"
     "          --clip X (1.0, global gradient norm; 0 off)\n"
-    "layout:   --dp D (ranks/sp) data-parallel replicas, --sp S (1) sequence-parallel ranks\n"
-    "          (ring attention, zigzag), --dist dp|sharded (LAMB state replicated or sharded)\n"
+    "layout:   --dp D (ranks/(sp tp)) data-parallel replicas, --sp S (1) sequence-parallel ranks\n"
+    "          (ring attention, zigzag), --tp T (1) tensor-parallel ranks (Megatron 1D: heads and\n"
+    "          MLP units split), --dist dp|sharded (LAMB state replicated or sharded)\n"
     "output:   --eval-every N (0: at the end) --eval-batches N (8) --csv FILE\n"
     "          --sample N (300 bytes) --prompt TEXT --temperature X (0.8) --log-every N (1)\n"
     "          --no-report --expect-curve CSV [--curve-tol X (1e-4)]\n";
@@ -105,6 +106,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--clip") o.clip = parse_num<double>(a, val());
     else if (a == "--dp") o.dp = parse_num<int>(a, val());
     else if (a == "--sp") o.sp = parse_num<int>(a, val());
+    else if (a == "--tp") o.tp = parse_num<int>(a, val());
     else if (a == "--seed") o.seed = parse_num<uint64_t>(a, val());
     else if (a == "--val-frac") o.val_frac = parse_num<double>(a, val());
     else if (a == "--eval-every") o.eval_every = parse_num<int>(a, val());
@@ -137,17 +139,20 @@ void check_config(Options& o, int world) {
   if (s.width % s.heads)
     throw UsageError("--heads " + std::to_string(s.heads) + " does not divide --width " + std::to_string(s.width) +
                      ": choose a head count that divides the width");
-  if (o.sp < 1) throw UsageError("--sp must be >= 1");
+  if (o.sp < 1 || o.tp < 1) throw UsageError("--sp and --tp must be >= 1");
   if (o.dp == 0) {
-    if (world % o.sp)
-      throw UsageError("--sp " + std::to_string(o.sp) + " does not divide the " + std::to_string(world) +
-                       " ranks: run on a multiple of --sp ranks");
-    o.dp = world / o.sp;
+    if (world % (o.sp * o.tp))
+      throw UsageError("--sp " + std::to_string(o.sp) + " x --tp " + std::to_string(o.tp) + " does not divide the " +
+                       std::to_string(world) + " ranks: run on a multiple of sp x tp ranks");
+    o.dp = world / (o.sp * o.tp);
   }
-  if (o.dp * o.sp != world)
-    throw UsageError("the layout --dp " + std::to_string(o.dp) + " x --sp " + std::to_string(o.sp) + " needs " +
-                     std::to_string(o.dp * o.sp) + " ranks, but " + std::to_string(world) +
-                     " are running: change --dp/--sp or the rank count");
+  if (o.dp * o.sp * o.tp != world)
+    throw UsageError("the layout --dp " + std::to_string(o.dp) + " x --sp " + std::to_string(o.sp) + " x --tp " +
+                     std::to_string(o.tp) + " needs " + std::to_string(o.dp * o.sp * o.tp) + " ranks, but " +
+                     std::to_string(world) + " are running: change --dp/--sp/--tp or the rank count");
+  if (s.heads % static_cast<size_t>(o.tp))
+    throw UsageError("--tp " + std::to_string(o.tp) + " does not divide --heads " + std::to_string(s.heads) +
+                     " (tensor parallelism splits the heads): choose a --tp that divides the head count");
   if (o.batch % static_cast<size_t>(o.dp))
     throw UsageError("--batch " + std::to_string(o.batch) + " is not divisible by --dp " + std::to_string(o.dp) +
                      ": use a batch that is a multiple of the data-parallel replicas");
@@ -239,15 +244,16 @@ int main(int argc, char** argv) {
   }
   const bool root = wrank == 0;
 
-  // --- tessera: a context, a DP x SP grid, a ring over the sequence axis ---
+  // --- tessera: a context, a DP x SP x TP grid (axes COL, ROW, DEPTH), a
+  // ring over the sequence axis, tensor-parallel all-reduces on the depth axis ---
   tsr_context ctx = nullptr;
   TSR_OK(nullptr, tsr_context_create(MPI_COMM_WORLD, &ctx));
   tsr_grid grid = nullptr;
-  int dims[3] = {o.dp, o.sp, 1};
-  TSR_OK(ctx, tsr_grid_create(ctx, TSR_GRID_2D, dims, &grid));
+  int dims[3] = {o.dp, o.sp, o.tp};
+  TSR_OK(ctx, tsr_grid_create(ctx, TSR_GRID_3D_ANY, dims, &grid));
   int coords[3];
   TSR_OK(ctx, tsr_grid_my_coords(grid, coords));
-  const int dpi = coords[0], spi = coords[1];
+  const int dpi = coords[0], spi = coords[1], tpi = coords[2];
   tsr_ring ring = nullptr;
   TSR_OK(ctx, tsr_ring_create(grid, TSR_AXIS_ROW, &ring));
 
@@ -257,7 +263,13 @@ int main(int argc, char** argv) {
   TSR_OK(ctx, tsr_attn_shard_len(TSR_ATTN_LAYOUT_ZIGZAG, S.seq, o.sp, spi, &Tl));
   std::vector<int64_t> pos(Tl);
   TSR_OK(ctx, tsr_attn_positions(TSR_ATTN_LAYOUT_ZIGZAG, S.seq, o.sp, spi, pos.data()));
-  Model<float> model(S, ring, TSR_ATTN_LAYOUT_ZIGZAG);
+  TensorParallel<float> tpar;
+  tpar.size = o.tp;
+  tpar.rank = tpi;
+  tpar.allreduce_sum = [&](float* buf, size_t count) {
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_DEPTH, buf, buf, count, TSR_FLOAT32, TSR_SUM));
+  };
+  Model<float> model(S, ring, TSR_ATTN_LAYOUT_ZIGZAG, tpar);
   model.resize(Bl, pos, S.seq);
   const auto& layout = model.layout();
   const size_t n = param_count(layout);
@@ -290,16 +302,16 @@ int main(int argc, char** argv) {
                 S.layers, S.width, S.heads, S.seq, S.vocab, n, layout.size());
     std::printf("data: %s, %zu bytes (train %zu, validation %zu)\n", o.data.empty() ? "Jane Austen's novels" : o.data.c_str(),
                 text.size(), split.train.size(), split.val.size());
-    std::printf("layout: %d ranks = DP %d x SP %d (ring attention, zigzag; %zu tokens per rank per sequence); "
-                "%s %s, lr %g, warmup %d, batch %zu x %zu tokens\n",
-                world, o.dp, o.sp, Tl, o.optimizer == "lamb" ? "LAMB" : "AdamW (LAMB without layer adaptation)",
+    std::printf("layout: %d ranks = DP %d x SP %d (ring attention, zigzag; %zu tokens per rank per sequence) "
+                "x TP %d (Megatron 1D); %s %s, lr %g, warmup %d, batch %zu x %zu tokens\n",
+                world, o.dp, o.sp, Tl, o.tp, o.optimizer == "lamb" ? "LAMB" : "AdamW (LAMB without layer adaptation)",
                 o.dist == "sharded" ? "sharded" : "data-parallel", o.lr, o.warmup, o.batch, S.seq);
     std::fflush(stdout);
   }
 
   std::vector<int32_t> x(Bl * Tl), y(Bl * Tl);
   const float scale = 1.0f / static_cast<float>(Bl * Tl);
-  const double nreplicas = static_cast<double>(o.dp * o.sp);
+  const double nreplicas = static_cast<double>(o.dp * o.sp * o.tp);  // TP ranks hold equal losses
   auto global_mean = [&](double local_sum_mean) {
     double v = local_sum_mean;
     TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_ALL, &v, &v, 1, TSR_FLOAT64, TSR_SUM));
