@@ -9,6 +9,7 @@
 // are few (one per dataset and a handful per file): each is an all-reduce.
 #include "io.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -35,9 +36,8 @@ namespace tsr {
 namespace io {
 namespace {
 
-using Attrs = std::map<std::string, std::string>;
-
-constexpr char kMagic[] = "TSRBIN01";  // "TSRBIN" + two-digit format version
+constexpr char kMagic[] = "TSRBIN02";     // "TSRBIN" + two-digit format version (written)
+constexpr char kMagicV1[] = "TSRBIN01";   // read too: string attributes only
 constexpr size_t kMagicBytes = 8;
 constexpr uint64_t kHeaderBytes = 40;
 constexpr uint32_t kEndianMarker = 0x01020304u;
@@ -169,7 +169,10 @@ tsr_status check_attrs(const std::string& path, const Attrs& attrs) {
     if (!name_ok(kv.first) || reserved(kv.first))
       return fail(TSR_ERR_INVALID_ARG, "file '%s': attribute key '%s' is not 1..255 characters of [A-Za-z0-9_.-] "
                   "or starts with the reserved '%s'", cstr(path), cstr(kv.first), kReserved);
-    if (kv.second.size() > kMaxValue || kv.second.find('\0') != std::string::npos)
+    if (kv.second.kind != TSR_ATTR_STRING && kv.second.kind != TSR_ATTR_INT64 && kv.second.kind != TSR_ATTR_DOUBLE)
+      return fail(TSR_ERR_INVALID_ARG, "file '%s': attribute '%s' has kind %d, not a tsr_attr_kind", cstr(path),
+                  cstr(kv.first), static_cast<int>(kv.second.kind));
+    if (kv.second.text.size() > kMaxValue || kv.second.text.find('\0') != std::string::npos)
       return fail(TSR_ERR_INVALID_ARG, "file '%s': the value of attribute '%s' holds a NUL byte or exceeds %zu bytes",
                   cstr(path), cstr(kv.first), kMaxValue);
   }
@@ -274,7 +277,16 @@ std::string encode(const Meta& m, uint64_t table_bytes) {
   }
   for (const auto& kv : m.attrs) {
     o.str(kv.first);
-    o.str(kv.second);
+    o.u32(static_cast<uint32_t>(kv.second.kind));
+    if (kv.second.kind == TSR_ATTR_INT64) {
+      o.u32(8);
+      o.raw(&kv.second.i, 8);
+    } else if (kv.second.kind == TSR_ATTR_DOUBLE) {
+      o.u32(8);
+      o.raw(&kv.second.d, 8);
+    } else {
+      o.str(kv.second.text);
+    }
   }
   return std::move(o.bytes());
 }
@@ -342,9 +354,23 @@ tsr_status decode(const std::string& head, const std::string& path, Meta* m) {
   if (!in.ok() || table != head.size() - kHeaderBytes) return corrupt(path, "the header is inconsistent");
   m->sets.resize(nsets);
   for (Entry& e : m->sets) TSR_TRY(decode_entry(in, path, kHeaderBytes + table, m->file_bytes, &e));
+  const bool typed = head.compare(0, kMagicBytes, kMagic, kMagicBytes) == 0;  // version 02
   for (uint32_t i = 0; i < nattrs; ++i) {
     std::string key = in.str(kMaxName);
-    m->attrs[key] = in.str(kMaxValue);
+    Value v;
+    const uint32_t kind = typed ? in.u32() : uint32_t{TSR_ATTR_STRING};
+    const std::string raw = in.str(kMaxValue);
+    if (kind == TSR_ATTR_INT64 || kind == TSR_ATTR_DOUBLE) {
+      if (raw.size() != 8) return corrupt(path, "a numeric attribute does not have 8 bytes");
+      v.kind = static_cast<tsr_attr_kind>(kind);
+      std::memcpy(kind == TSR_ATTR_INT64 ? static_cast<void*>(&v.i) : static_cast<void*>(&v.d), raw.data(), 8);
+    } else if (kind == TSR_ATTR_STRING) {
+      v.text = raw;
+    } else {
+      return corrupt(path, "an attribute has an unknown kind");
+    }
+    if (!in.ok() || !name_ok(key) || !m->attrs.emplace(std::move(key), std::move(v)).second)
+      return corrupt(path, "the attribute table is malformed");
   }
   if (!in.done()) return corrupt(path, "the attribute table is malformed");
   return TSR_SUCCESS;
@@ -439,9 +465,9 @@ tsr_status sniff(const Comm& c, const std::string& path, Format* fmt, std::strin
   if (head->compare(0, 6, kMagic, 6) != 0 || head->size() < kMagicBytes)
     return fail(TSR_ERR_IO, "file '%s' is not a tessera file: it starts with neither the HDF5 signature nor \"TSRBIN\"",
                 cstr(path));
-  if (*head != kMagic)
-    return fail(TSR_ERR_IO, "file '%s' has binary format version '%s', this build reads '%s'", cstr(path),
-                head->substr(6).c_str(), kMagic + 6);
+  if (*head != kMagic && *head != kMagicV1)
+    return fail(TSR_ERR_IO, "file '%s' has binary format version '%s', this build reads '%s' and '%s'", cstr(path),
+                head->substr(6).c_str(), kMagicV1 + 6, kMagic + 6);
   if (n < kHeaderBytes)
     return fail(TSR_ERR_IO, "file '%s' is truncated: %" PRIu64 " bytes, less than the %" PRIu64 "-byte header",
                 cstr(path), n, kHeaderBytes);
@@ -503,7 +529,7 @@ tsr_status transfer(const Comm& c, MPI_File fh, const std::string& path, uint64_
 }
 
 tsr_status bin_write(const Comm& c, const std::string& path, const std::string& tmp, const std::vector<Block>& blocks,
-                     const Attrs& attrs) {
+                     const Attrs& attrs, bool sync) {
   std::string head;
   const Meta m = layout(blocks, attrs, &head);
   File f;
@@ -522,7 +548,7 @@ tsr_status bin_write(const Comm& c, const std::string& path, const std::string& 
   for (size_t i = 0; i < blocks.size(); ++i)
     TSR_TRY(transfer(c, f.fh, path, m.sets[i].offset, blocks[i], true));
   // Data on stable storage before the rename makes the new file visible.
-  st = mpiio(MPI_File_sync(f.fh), path, "MPI_File_sync");
+  st = sync ? mpiio(MPI_File_sync(f.fh), path, "MPI_File_sync") : TSR_SUCCESS;
   const tsr_status closed = f.close(path);
   return agree_io(c, st != TSR_SUCCESS ? st : closed);
 }
@@ -541,7 +567,7 @@ tsr_status bin_read(const Comm& c, const std::string& path, const Meta& m, std::
 #if TSR_HAVE_HDF5
 constexpr char kH5Marker[] = "tessera_format", kH5MarkerValue[] = "tessera-hdf5";
 constexpr char kH5Version[] = "tessera_format_version", kH5Dtype[] = "tessera_dtype";
-constexpr int kH5FormatVersion = 1;
+constexpr int kH5FormatVersion = 2;  // 2: attributes may be int64 or double; 1 (strings only) is read too
 
 // HDF5 prints its error stack by default; the library never prints, so
 // printing is off while tessera calls HDF5 (and restored after, for the
@@ -654,7 +680,17 @@ tsr_status h5_put_root_attrs(hid_t file, const std::string& path, const Attrs& a
   if (!attr.ok() || H5Awrite(attr.get(), H5T_NATIVE_INT, &kH5FormatVersion) < 0)
     return h5_fail(path, std::string("writing attribute '") + kH5Version + "'");
   TSR_TRY(h5_put_string(file, path, kH5Marker, kH5MarkerValue));
-  for (const auto& kv : attrs) TSR_TRY(h5_put_string(file, path, kv.first.c_str(), kv.second));
+  for (const auto& kv : attrs) {
+    if (kv.second.kind == TSR_ATTR_STRING) {
+      TSR_TRY(h5_put_string(file, path, kv.first.c_str(), kv.second.text));
+      continue;
+    }
+    const bool integer = kv.second.kind == TSR_ATTR_INT64;
+    const hid_t type = integer ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE;
+    Hid a(space.ok() ? H5Acreate2(file, kv.first.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT) : -1, H5Aclose);
+    const void* v = integer ? static_cast<const void*>(&kv.second.i) : static_cast<const void*>(&kv.second.d);
+    if (!a.ok() || H5Awrite(a.get(), type, v) < 0) return h5_fail(path, "writing attribute '" + kv.first + "'");
+  }
   return TSR_SUCCESS;
 }
 
@@ -724,8 +760,42 @@ tsr_status h5_close(const Comm& c, Hid* file, const std::string& path, tsr_statu
   return agree_io(c, prior != TSR_SUCCESS ? prior : st);
 }
 
+// HDF5 1.10 does not survive a write that runs out of space: H5Fclose fails
+// and the library crashes later, at MPI_Finalize. So before HDF5 touches the
+// file, rank 0 reserves the space the file will need (data plus a generous
+// allowance for HDF5's metadata) in a scratch file next to it, and removes it
+// again: a full disk or a file size limit then fails here, cleanly. File
+// systems without fallocate(2) skip the check.
+tsr_status h5_reserve(const Comm& c, const std::string& path, const std::string& tmp, const std::vector<Block>& blocks,
+                      const Attrs& attrs) {
+  tsr_status st = TSR_SUCCESS;
+  if (c.rank() == 0) {
+    uint64_t need = 64 << 10;
+    for (const Block& b : blocks) {
+      uint64_t bytes = 0;
+      product(b.ndims, b.global, tsr_dtype_size(b.type), &bytes);
+      need += bytes + 4096 + b.name.size();
+    }
+    for (const auto& kv : attrs) need += 512 + kv.first.size() + kv.second.text.size();
+    const std::string probe = tmp + ".space";
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      st = fail(TSR_ERR_IO, "file '%s': cannot create the temporary file '%s': %s", cstr(path), cstr(probe),
+                std::strerror(errno));
+    } else {
+      if (::fallocate(fd, 0, 0, static_cast<off_t>(need)) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+        st = fail(TSR_ERR_IO, "file '%s': cannot reserve the %" PRIu64 " bytes the file needs: %s", cstr(path), need,
+                  errno == EFBIG ? "file size limit exceeded" : std::strerror(errno));
+      ::close(fd);
+      ::unlink(probe.c_str());
+    }
+  }
+  return agree_io(c, st);
+}
+
 tsr_status h5_write(const Comm& c, const std::string& path, const std::string& tmp, const std::vector<Block>& blocks,
-                    const Attrs& attrs) {
+                    const Attrs& attrs, bool sync) {
+  TSR_TRY(h5_reserve(c, path, tmp, blocks, attrs));
   H5Quiet quiet;
   Hid fapl(-1, H5Pclose), fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose), file(-1, H5Fclose);
   tsr_status st = h5_fapl(c, path, &fapl);
@@ -743,7 +813,8 @@ tsr_status h5_write(const Comm& c, const std::string& path, const std::string& t
     TSR_TRY(h5_transfer(c, dset.get(), path, b, true, made));
   }
   // Data on stable storage before the rename makes the new file visible.
-  st = H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0 ? h5_fail(path, "flushing the file") : TSR_SUCCESS;
+  // (H5Fflush with the MPI-IO driver ends in MPI_File_sync.)
+  st = sync && H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0 ? h5_fail(path, "flushing the file") : TSR_SUCCESS;
   return h5_close(c, &file, path, st);
 }
 
@@ -756,8 +827,26 @@ tsr_status h5_get_attrs(hid_t file, const std::string& path, Attrs* attrs) {
   std::vector<std::string> names;
   if (H5Aiterate2(file, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names) < 0)
     return h5_fail(path, "listing the attributes");
-  for (const std::string& key : names)
-    if (!reserved(key)) TSR_TRY(h5_get_string(file, path, key.c_str(), &(*attrs)[key]));
+  for (const std::string& key : names) {
+    if (reserved(key)) continue;
+    Hid a(H5Aopen(file, key.c_str(), H5P_DEFAULT), H5Aclose), type(-1, H5Tclose), space(-1, H5Sclose);
+    if (a.ok()) type.reset(H5Aget_type(a.get()), H5Tclose);
+    if (a.ok()) space.reset(H5Aget_space(a.get()), H5Sclose);
+    if (!type.ok() || !space.ok()) return h5_fail(path, "reading attribute '" + key + "'");
+    const H5T_class_t cls = H5Tget_class(type.get());
+    Value v;
+    if (cls == H5T_INTEGER || cls == H5T_FLOAT) {
+      if (H5Sget_simple_extent_npoints(space.get()) != 1)
+        return fail(TSR_ERR_IO, "file '%s': attribute '%s' is not a single number", cstr(path), cstr(key));
+      v.kind = cls == H5T_INTEGER ? TSR_ATTR_INT64 : TSR_ATTR_DOUBLE;
+      const herr_t e = cls == H5T_INTEGER ? H5Aread(a.get(), H5T_NATIVE_INT64, &v.i)
+                                          : H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v.d);
+      if (e < 0) return h5_fail(path, "reading attribute '" + key + "'");
+    } else {
+      TSR_TRY(h5_get_string(file, path, key.c_str(), &v.text));
+    }
+    (*attrs)[key] = std::move(v);
+  }
   return TSR_SUCCESS;
 }
 
@@ -804,9 +893,9 @@ tsr_status h5_check_marker(hid_t file, const std::string& path) {
   int version = 0;
   Hid attr(H5Aopen(file, kH5Version, H5P_DEFAULT), H5Aclose);
   if (!attr.ok() || H5Aread(attr.get(), H5T_NATIVE_INT, &version) < 0) return h5_fail(path, "reading the format version");
-  if (version != kH5FormatVersion)
-    return fail(TSR_ERR_IO, "file '%s' has tessera HDF5 format version %d, this build reads %d", cstr(path), version,
-                kH5FormatVersion);
+  if (version < 1 || version > kH5FormatVersion)
+    return fail(TSR_ERR_IO, "file '%s' has tessera HDF5 format version %d, this build reads 1 to %d", cstr(path),
+                version, kH5FormatVersion);
   return TSR_SUCCESS;
 }
 
@@ -881,11 +970,23 @@ tsr_status temp_name(const Comm& c, const std::string& path, std::string* tmp) {
 
 // Rank 0 renames the finished temporary over path (atomic on POSIX file
 // systems: readers see the old file or the new one, never a mix).
-tsr_status publish(const Comm& c, const std::string& tmp, const std::string& path) {
+// With sync, the directory is then flushed too, so that the new name
+// survives a crash of the machine.
+tsr_status publish(const Comm& c, const std::string& tmp, const std::string& path, bool sync) {
   tsr_status st = TSR_SUCCESS;
   if (c.rank() == 0 && std::rename(tmp.c_str(), path.c_str()) != 0)
     st = fail(TSR_ERR_IO, "file '%s': cannot rename the temporary file '%s' to it: %s", cstr(path), cstr(tmp),
               std::strerror(errno));
+  if (st == TSR_SUCCESS && sync && c.rank() == 0) {
+    const size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    // A file system that cannot sync a directory (EINVAL) has nothing to flush.
+    if (fd < 0 || (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS))
+      st = fail(TSR_ERR_IO, "file '%s': renamed, but flushing its directory '%s' failed: %s", cstr(path), cstr(dir),
+                std::strerror(errno));
+    if (fd >= 0) ::close(fd);
+  }
   return agree_io(c, st);
 }
 
@@ -927,8 +1028,14 @@ uint64_t names_digest(const std::string& path, const std::vector<Block>& blocks)
 }  // namespace
 
 // ------------------------------------------------------------------ public
+bool name_valid(const std::string& s) { return name_ok(s); }
+
+bool Value::operator==(const Value& o) const {
+  return kind == o.kind && text == o.text && i == o.i && std::memcmp(&d, &o.d, sizeof d) == 0;
+}
+
 tsr_status write(const Comm& c, const std::string& path, const std::vector<Block>& blocks, const Attrs& attrs,
-                 Format fmt) {
+                 Format fmt, bool sync) {
   fmt = resolve(fmt);
   uint64_t digest = 0;
   TSR_TRY(agree_io(c, check_and_digest(path, blocks, attrs, fmt, &digest)));
@@ -937,10 +1044,10 @@ tsr_status write(const Comm& c, const std::string& path, const std::vector<Block
   TSR_TRY(temp_name(c, path, &tmp));
   tsr_status st = TSR_SUCCESS;
 #if TSR_HAVE_HDF5
-  if (fmt == Format::hdf5) st = h5_write(c, path, tmp, blocks, attrs);
+  if (fmt == Format::hdf5) st = h5_write(c, path, tmp, blocks, attrs, sync);
 #endif
-  if (fmt == Format::binary) st = bin_write(c, path, tmp, blocks, attrs);
-  if (st == TSR_SUCCESS) st = publish(c, tmp, path);
+  if (fmt == Format::binary) st = bin_write(c, path, tmp, blocks, attrs, sync);
+  if (st == TSR_SUCCESS) st = publish(c, tmp, path, sync);
   if (st != TSR_SUCCESS) discard(c, tmp);
   return st;
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/io.h"
 #include "tessera/tessera.h"
 #include "transport.hpp"
 
@@ -37,6 +38,35 @@ struct Block {
   void* data = nullptr;            // extent[0]*...*extent[ndims-1] elements, row-major
 };
 
+// An attribute value: a string (the default, and what an attribute made from
+// a string literal is), a 64-bit integer or a double.
+struct Value {
+  tsr_attr_kind kind = TSR_ATTR_STRING;
+  std::string text;
+  int64_t i = 0;
+  double d = 0;
+
+  Value() = default;
+  Value(std::string s) : text(std::move(s)) {}  // NOLINT: implicit, as a string attribute
+  Value(const char* s) : text(s) {}              // NOLINT
+  static Value integer(int64_t v) {
+    Value x;
+    x.kind = TSR_ATTR_INT64;
+    x.i = v;
+    return x;
+  }
+  static Value real(double v) {
+    Value x;
+    x.kind = TSR_ATTR_DOUBLE;
+    x.d = v;
+    return x;
+  }
+  // Doubles compare by bit pattern (a NaN equals itself).
+  bool operator==(const Value& o) const;
+  bool operator!=(const Value& o) const { return !(*this == o); }
+};
+using Attrs = std::map<std::string, Value>;
+
 struct DatasetInfo {
   std::string name;
   tsr_dtype type = TSR_BYTE;
@@ -49,20 +79,26 @@ struct DatasetInfo {
 // block (blocks may be empty: an extent of 0). attrs: small string metadata;
 // keys as dataset names, not starting with "tessera_" (reserved); values
 // without NUL bytes.
-tsr_status write(const Comm& comm, const std::string& path, const std::vector<Block>& blocks,
-                 const std::map<std::string, std::string>& attrs, Format fmt = Format::automatic);
+// A valid dataset name or attribute key: 1..255 characters of
+// [A-Za-z0-9_.-], not "." or "..".
+bool name_valid(const std::string& s);
+
+// sync: flush the file and, after the rename, its directory to stable
+// storage (false: atomic against a killed process, not against a crash of
+// the machine).
+tsr_status write(const Comm& comm, const std::string& path, const std::vector<Block>& blocks, const Attrs& attrs,
+                 Format fmt = Format::automatic, bool sync = true);
 
 // Collective. Every rank names the same datasets in the same order, each with
 // the type and global shape it has in the file and the block this rank wants
 // (any decomposition, not necessarily the writer's); data is filled. The format
 // is taken from the file's first bytes. attrs may be null.
-tsr_status read(const Comm& comm, const std::string& path, std::vector<Block>& blocks,
-                std::map<std::string, std::string>* attrs);
+tsr_status read(const Comm& comm, const std::string& path, std::vector<Block>& blocks, Attrs* attrs);
 
 // Collective: the datasets of a file (in the order they were written), its
 // format and its attrs. Any output may be null.
 tsr_status inspect(const Comm& comm, const std::string& path, std::vector<DatasetInfo>* sets, Format* fmt,
-                   std::map<std::string, std::string>* attrs);
+                   Attrs* attrs);
 
 }  // namespace io
 }  // namespace tsr

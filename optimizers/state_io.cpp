@@ -26,12 +26,13 @@
 #include "core.hpp"
 #include "io.hpp"
 #include "optimizer_impl.hpp"
+#include "state_io.hpp"
 
 namespace tsr {
 namespace opt {
 namespace {
 
-using Attrs = std::map<std::string, std::string>;
+using io::Attrs;
 
 const char* kind_tag(tsr_opt_kind k) { return k == TSR_OPT_LAMB ? "lamb" : "lars"; }
 const char* type_tag(tsr_dtype t) { return t == TSR_BFLOAT16 ? "bfloat16" : "float32"; }
@@ -90,10 +91,10 @@ io::Block hyper_block(size_t groups, size_t cols, bool all, double* data) {
 
 bool parse_i64(const Attrs& a, const char* key, int64_t* out) {
   auto it = a.find(key);
-  if (it == a.end() || it->second.empty()) return false;
+  if (it == a.end() || it->second.kind != TSR_ATTR_STRING || it->second.text.empty()) return false;
   errno = 0;
   char* end = nullptr;
-  const long long v = std::strtoll(it->second.c_str(), &end, 10);
+  const long long v = std::strtoll(it->second.text.c_str(), &end, 10);
   if (errno != 0 || *end != '\0' || v < 0) return false;
   *out = v;
   return true;
@@ -101,69 +102,86 @@ bool parse_i64(const Attrs& a, const char* key, int64_t* out) {
 
 std::string attr(const Attrs& a, const char* key) {
   auto it = a.find(key);
-  return it == a.end() ? std::string() : it->second;
+  return it == a.end() || it->second.kind != TSR_ATTR_STRING ? std::string() : it->second.text;
 }
 
-tsr_status save(tsr_optimizer opt, const char* path) {
+}  // namespace
+
+tsr_status state_blocks(tsr_optimizer opt, const std::string& prefix, StateParts* keep, std::vector<io::Block>* blocks,
+                        Attrs* attrs) {
   TSR_TRY(check_optimizer(opt));
   tsr_optimizer_s& o = *opt;
-  const Comm& world = *o.ctx->world;
-  TSR_TRY(agree(world, path == nullptr ? fail(TSR_ERR_INVALID_ARG, "argument 'path' is NULL") : TSR_SUCCESS));
-
   const size_t L = o.ngroups();
   const bool root = o.rank == 0;
-  std::vector<int64_t> sizes(L);
+  std::vector<int64_t>& sizes = keep->sizes;
+  std::vector<double>& hyper = keep->hyper;
+  sizes.assign(L, 0);
   for (size_t g = 0; g < L; ++g) sizes[g] = static_cast<int64_t>(o.offset[g + 1] - o.offset[g]);
-  std::vector<double> hyper(L * kParams);
+  hyper.assign(L * kParams, 0.0);
   for (size_t g = 0; g < L; ++g)
     for (int p = 0; p < kParams; ++p) hyper[g * kParams + static_cast<size_t>(p)] = o.hyper[g][static_cast<size_t>(p)];
 
-  std::vector<io::Block> blocks;
-  blocks.push_back(block1("group_sizes", TSR_INT64, L, 0, root ? L : 0, sizes.data()));
-  blocks.push_back(hyper_block(L, kParams, root, hyper.data()));
+  blocks->push_back(block1(prefix + "group_sizes", TSR_INT64, L, 0, root ? L : 0, sizes.data()));
+  blocks->push_back(hyper_block(L, kParams, root, hyper.data()));
+  blocks->back().name = prefix + "hyper";
   // This rank's balanced slice [d, d + c) of every state array; the state
   // holds [lo, hi), which contains it.
   const size_t d = o.displs[static_cast<size_t>(o.rank)], c = o.counts[static_cast<size_t>(o.rank)];
   const bool with_master = o.type == TSR_BFLOAT16 && o.master_ready;
   for (const Array& a : arrays(o, with_master))
-    blocks.push_back(block1(a.name, TSR_FLOAT32, o.n, d, c, c ? a.buf->data() + (d - o.lo) : nullptr));
+    blocks->push_back(block1(prefix + a.name, TSR_FLOAT32, o.n, d, c, c ? a.buf->data() + (d - o.lo) : nullptr));
 
+  Attrs& at = *attrs;
+  at[prefix + "optimizer"] = kind_tag(o.kind);
+  at[prefix + "optimizer_format"] = "1";
+  at[prefix + "param_type"] = type_tag(o.type);
+  at[prefix + "preset"] = tsr_optimizer_preset_name(o.preset);
+  at[prefix + "step"] = std::to_string(o.step);
+  at[prefix + "skipped"] = std::to_string(o.skipped);
+  at[prefix + "master"] = with_master ? "1" : "0";
+  at[prefix + "last_clipped"] = o.last_clipped ? "1" : "0";
+  at[prefix + "hyper_columns"] = columns();
+  at[prefix + "written_dist"] = dist_tag(o.dist);
+  at[prefix + "written_ranks"] = std::to_string(o.nranks);
+  return TSR_SUCCESS;
+}
+
+namespace {
+
+tsr_status save(tsr_optimizer opt, const char* path) {
+  TSR_TRY(check_optimizer(opt));
+  const Comm& world = *opt->ctx->world;
+  TSR_TRY(agree(world, path == nullptr ? fail(TSR_ERR_INVALID_ARG, "argument 'path' is NULL") : TSR_SUCCESS));
+  StateParts keep;
+  std::vector<io::Block> blocks;
   Attrs attrs;
-  attrs["optimizer"] = kind_tag(o.kind);
-  attrs["optimizer_format"] = "1";
-  attrs["param_type"] = type_tag(o.type);
-  attrs["preset"] = tsr_optimizer_preset_name(o.preset);
-  attrs["step"] = std::to_string(o.step);
-  attrs["skipped"] = std::to_string(o.skipped);
-  attrs["master"] = with_master ? "1" : "0";
-  attrs["last_clipped"] = o.last_clipped ? "1" : "0";
-  attrs["hyper_columns"] = columns();
-  attrs["written_dist"] = dist_tag(o.dist);
-  attrs["written_ranks"] = std::to_string(o.nranks);
+  TSR_TRY(state_blocks(opt, "", &keep, &blocks, &attrs));
   return io::write(world, path, blocks, attrs);
 }
 
 // Checks of a file's description against the optimizer. The description is
-// the same on every rank, and so is the outcome.
-tsr_status check_file(const tsr_optimizer_s& o, const char* path, const std::vector<io::DatasetInfo>& sets,
-                      const Attrs& a, std::vector<std::string>* cols, int64_t* step, int64_t* skipped, bool* master) {
-  const std::string kind = attr(a, "optimizer"), type = attr(a, "param_type");
+// the same on every rank, and so is the outcome. P: the name prefix; w: where
+// the state is, for messages.
+tsr_status check_file(const tsr_optimizer_s& o, const char* w, const std::string& P,
+                      const std::vector<io::DatasetInfo>& sets, const Attrs& a, std::vector<std::string>* cols,
+                      int64_t* step, int64_t* skipped, bool* master) {
+  auto A = [&](const char* key) { return attr(a, (P + key).c_str()); };
+  const std::string kind = A("optimizer"), type = A("param_type");
   if (kind != "lamb" && kind != "lars")
-    return fail(TSR_ERR_IO, "file '%s' is not a tessera optimizer state (no attribute optimizer = lamb|lars)", path);
-  if (attr(a, "optimizer_format") != "1")
-    return fail(TSR_ERR_IO, "file '%s': optimizer state format '%s' is not known to this tessera (expected 1)", path,
-                attr(a, "optimizer_format").c_str());
+    return fail(TSR_ERR_IO, "%s is not a tessera optimizer state (no attribute %soptimizer = lamb|lars)", w, P.c_str());
+  if (A("optimizer_format") != "1")
+    return fail(TSR_ERR_IO, "%s: optimizer state format '%s' is not known to this tessera (expected 1)", w,
+                A("optimizer_format").c_str());
   if (kind != kind_tag(o.kind))
-    return fail(TSR_ERR_INVALID_ARG, "file '%s' holds a %s state; this optimizer is %s", path, kind.c_str(),
-                kind_tag(o.kind));
+    return fail(TSR_ERR_INVALID_ARG, "%s holds a %s state; this optimizer is %s", w, kind.c_str(), kind_tag(o.kind));
   if (type != type_tag(o.type))
-    return fail(TSR_ERR_INVALID_ARG, "file '%s' holds %s parameters' state; this optimizer has %s parameters", path,
-                type.c_str(), type_tag(o.type));
-  if (!parse_i64(a, "step", step) || !parse_i64(a, "skipped", skipped))
-    return fail(TSR_ERR_IO, "file '%s': attributes step / skipped are not counts", path);
-  *master = attr(a, "master") == "1";
+    return fail(TSR_ERR_INVALID_ARG, "%s holds %s parameters' state; this optimizer has %s parameters", w, type.c_str(),
+                type_tag(o.type));
+  if (!parse_i64(a, (P + "step").c_str(), step) || !parse_i64(a, (P + "skipped").c_str(), skipped))
+    return fail(TSR_ERR_IO, "%s: attributes %sstep / %sskipped are not counts", w, P.c_str(), P.c_str());
+  *master = A("master") == "1";
   cols->clear();
-  const std::string names = attr(a, "hyper_columns");
+  const std::string names = A("hyper_columns");
   for (size_t at = 0; at <= names.size();) {
     const size_t comma = std::min(names.find(',', at), names.size());
     cols->push_back(names.substr(at, comma - at));
@@ -172,45 +190,44 @@ tsr_status check_file(const tsr_optimizer_s& o, const char* path, const std::vec
   const io::DatasetInfo* gs = nullptr;
   const io::DatasetInfo* hy = nullptr;
   for (const io::DatasetInfo& s : sets) {
-    if (s.name == "group_sizes") gs = &s;
-    if (s.name == "hyper") hy = &s;
+    if (s.name == P + "group_sizes") gs = &s;
+    if (s.name == P + "hyper") hy = &s;
   }
   if (!gs || gs->type != TSR_INT64 || gs->ndims != 1)
-    return fail(TSR_ERR_IO, "file '%s': no int64 dataset group_sizes", path);
+    return fail(TSR_ERR_IO, "%s: no int64 dataset %sgroup_sizes", w, P.c_str());
   if (gs->global[0] != o.ngroups())
-    return fail(TSR_ERR_SHAPE, "file '%s' holds %" PRIu64 " groups; this optimizer has %zu", path, gs->global[0],
-                o.ngroups());
+    return fail(TSR_ERR_SHAPE, "%s holds %" PRIu64 " groups; this optimizer has %zu", w, gs->global[0], o.ngroups());
   if (!hy || hy->type != TSR_FLOAT64 || hy->ndims != 2 || hy->global[0] != o.ngroups() || hy->global[1] != cols->size())
-    return fail(TSR_ERR_IO, "file '%s': dataset hyper is not float64 [%zu x %zu]", path, o.ngroups(), cols->size());
+    return fail(TSR_ERR_IO, "%s: dataset %shyper is not float64 [%zu x %zu]", w, P.c_str(), o.ngroups(), cols->size());
   return TSR_SUCCESS;
 }
 
-tsr_status load(tsr_optimizer opt, const char* path) {
+}  // namespace
+
+tsr_status state_restore(tsr_optimizer opt, const std::string& path, const std::string& P,
+                         const std::vector<io::DatasetInfo>& sets, const Attrs& a, const std::string& where) {
   TSR_TRY(check_optimizer(opt));
   tsr_optimizer_s& o = *opt;
   const Comm& world = *o.ctx->world;
-  TSR_TRY(agree(world, path == nullptr ? fail(TSR_ERR_INVALID_ARG, "argument 'path' is NULL") : TSR_SUCCESS));
-
-  std::vector<io::DatasetInfo> sets;
-  Attrs a;
-  TSR_TRY(io::inspect(world, path, &sets, nullptr, &a));
+  const char* w = where.c_str();
   std::vector<std::string> cols;
   int64_t step = 0, skipped = 0;
   bool master = false;
-  TSR_TRY(check_file(o, path, sets, a, &cols, &step, &skipped, &master));
+  TSR_TRY(check_file(o, w, P, sets, a, &cols, &step, &skipped, &master));
 
   // Group sizes and parameters: every rank reads all of them.
   const size_t L = o.ngroups();
   std::vector<int64_t> sizes(L);
   std::vector<double> hyper(L * cols.size());
   std::vector<io::Block> small;
-  small.push_back(block1("group_sizes", TSR_INT64, L, 0, L, sizes.data()));
+  small.push_back(block1(P + "group_sizes", TSR_INT64, L, 0, L, sizes.data()));
   small.push_back(hyper_block(L, cols.size(), true, hyper.data()));
+  small.back().name = P + "hyper";
   TSR_TRY(io::read(world, path, small, nullptr));
   for (size_t g = 0; g < L; ++g)
     if (sizes[g] < 0 || static_cast<size_t>(sizes[g]) != o.offset[g + 1] - o.offset[g])
-      return fail(TSR_ERR_SHAPE, "file '%s': group %zu has %" PRId64 " elements; in this optimizer it has %zu", path, g,
-                  sizes[g], o.offset[g + 1] - o.offset[g]);
+      return fail(TSR_ERR_SHAPE, "%s: group %zu has %" PRId64 " elements; in this optimizer it has %zu", w, g, sizes[g],
+                  o.offset[g + 1] - o.offset[g]);
   std::vector<Values> values = o.hyper;
   for (size_t c = 0; c < cols.size(); ++c) {
     int p = 0;
@@ -221,8 +238,7 @@ tsr_status load(tsr_optimizer opt, const char* path) {
       const ParamInfo* pi = param_info(p);
       const bool in = !std::isnan(x) && (pi->lower_open ? x > pi->lower : x >= pi->lower) &&
                       (pi->upper_open ? x < pi->upper : x <= pi->upper) && (!pi->integer || x == std::floor(x));
-      if (!in)
-        return fail(TSR_ERR_IO, "file '%s': group %zu has %s = %g, out of bounds (damaged file?)", path, g, pi->name, x);
+      if (!in) return fail(TSR_ERR_IO, "%s: group %zu has %s = %g, out of bounds (damaged file?)", w, g, pi->name, x);
       values[g][static_cast<size_t>(p)] = x;
     }
   }
@@ -231,7 +247,7 @@ tsr_status load(tsr_optimizer opt, const char* path) {
   std::vector<io::Block> big;
   const bool with_master = o.type == TSR_BFLOAT16 && master;
   for (const Array& ar : arrays(o, with_master))
-    big.push_back(block1(ar.name, TSR_FLOAT32, o.n, o.lo, o.local(), ar.buf->data()));
+    big.push_back(block1(P + ar.name, TSR_FLOAT32, o.n, o.lo, o.local(), ar.buf->data()));
   TSR_TRY(io::read(world, path, big, nullptr));
 
   o.hyper = values;
@@ -239,9 +255,21 @@ tsr_status load(tsr_optimizer opt, const char* path) {
   o.step = step;
   o.skipped = skipped;
   o.master_ready = with_master;
-  o.last_clipped = attr(a, "last_clipped") == "1";
+  o.last_clipped = attr(a, (P + "last_clipped").c_str()) == "1";
   o.last_skipped = false;
   return TSR_SUCCESS;
+}
+
+namespace {
+
+tsr_status load(tsr_optimizer opt, const char* path) {
+  TSR_TRY(check_optimizer(opt));
+  const Comm& world = *opt->ctx->world;
+  TSR_TRY(agree(world, path == nullptr ? fail(TSR_ERR_INVALID_ARG, "argument 'path' is NULL") : TSR_SUCCESS));
+  std::vector<io::DatasetInfo> sets;
+  Attrs a;
+  TSR_TRY(io::inspect(world, path, &sets, nullptr, &a));
+  return state_restore(opt, path, "", sets, a, std::string("file '") + path + "'");
 }
 
 }  // namespace

@@ -320,5 +320,6 @@ class report {
 #include "tessera/attention.hpp"  // rings, ring exchange, ring attention
 #include "tessera/gemm.hpp"  // distributed matrix multiplication
 #include "tessera/energy.hpp"  // energy accounting: profiles, meters, energy reports
+#include "tessera/io.hpp"  // checkpoints
 
 #endif  // TESSERA_HPP

@@ -32,7 +32,7 @@ namespace {
 using tsr::io::Block;
 using tsr::io::DatasetInfo;
 using tsr::io::Format;
-using Attrs = std::map<std::string, std::string>;
+using Attrs = tsr::io::Attrs;
 namespace fs = std::filesystem;
 
 tsr_context g_ctx = nullptr;
@@ -204,7 +204,9 @@ void rank0_spit(const std::string& path, const std::string& bytes) {
 uint64_t binary_head_bytes(const std::vector<Spec>& specs, const Attrs& attrs) {
   uint64_t n = 40;
   for (const Spec& s : specs) n += 52 + s.name.size();
-  for (const auto& kv : attrs) n += 8 + kv.first.size() + kv.second.size();
+  // Version 02: key length, key, kind, value length, value (numbers: 8 bytes).
+  for (const auto& kv : attrs)
+    n += 12 + kv.first.size() + (kv.second.kind == TSR_ATTR_STRING ? kv.second.text.size() : 8);
   return n;
 }
 
@@ -624,7 +626,7 @@ TEST(IoHdf5, ReadableByH5py) {
        "s = lambda x: x.decode() if isinstance(x, bytes) else str(x)\n"
        "f = h5py.File(sys.argv[1], 'r')\n"
        "assert s(f.attrs['tessera_format']) == 'tessera-hdf5', f.attrs['tessera_format']\n"
-       "assert int(f.attrs['tessera_format_version']) == 1\n"
+       "assert int(f.attrs['tessera_format_version']) == 2\n"
        "assert s(f.attrs['step']) == '1200' and s(f.attrs['optimizer.name']) == 'adam w'\n"
        "assert sorted(f.keys()) == sorted(['vec', 'mat', 'cube', 'half']), list(f.keys())\n"
        "assert f['vec'].dtype == np.float64 and np.array_equal(f['vec'][:], np.arange(37) / 3.0)\n"
