@@ -69,7 +69,8 @@ const char* kUsage =
     "          (ring attention, zigzag), --tp T (1) tensor-parallel ranks (Megatron 1D: heads and\n"
     "          MLP units split), --dist dp|sharded (LAMB state replicated or sharded)\n"
     "output:   --eval-every N (0: at the end) --eval-batches N (8) --csv FILE\n"
-    "          --sample N (300 bytes) --prompt TEXT --temperature X (0.8) --log-every N (1)\n"
+    "          --sample N (300 bytes) --prompt TEXT --temperature X (0.8) --log-every N (1;\n"
+    "          > 1: a progress bar between the lines on a terminal)\n"
     "          --no-report --expect-curve CSV [--curve-tol X (1e-4)]\n"
     "checkpoints: --checkpoint FILE --checkpoint-every N (and at the end) --resume FILE\n"
     "          (any layout: written on one, resumed on another) --stop-after N (stop early)\n";
@@ -453,6 +454,7 @@ int main(int argc, char** argv) {
     if (root) std::printf("checkpoint: step %d written to %s (%.0f ms)\n", step, o.checkpoint.c_str(), (MPI_Wtime() - t0) * 1e3);
   };
   const int last_step = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
+  const bool progress_bar = root && o.log_every > 1 && isatty(fileno(stdout));
   std::vector<std::pair<int, double>> curve;
   double total_ms = 0, best_ms = 1e300;
   std::vector<double> step_ms;
@@ -486,7 +488,15 @@ int main(int argc, char** argv) {
     double val = NAN;
     if (o.eval_every > 0 && step % o.eval_every == 0 && step != o.steps) val = evaluate();
     if (root) {
-      if (step % o.log_every == 0 || step == 1 || step == o.steps)
+      const bool line = step % o.log_every == 0 || step == 1 || step == last_step;
+      if (!line && progress_bar) {  // a progress bar between the step lines on a terminal
+        int w = 30, done = static_cast<int>(30.0 * step / last_step);
+        std::printf("\r[%.*s%*s] step %d/%d  loss %.4f  %.1f ms ", done, "##############################", w - done, "",
+                    step, last_step, loss, ms);
+      }
+      if (line)
+        std::printf("%s", progress_bar ? "\r\033[K" : "");
+      if (line)
         std::printf("step %5d/%d  loss %.4f  lr %.2e  %8.0f tok/s  %8.1f ms%s\n", step, o.steps, loss, lr_used,
                     tokens_per_step / (ms / 1e3), ms,
                     std::isnan(val) ? "" : ("  val " + std::to_string(val)).c_str());
