@@ -32,7 +32,7 @@ struct Options {
   int steps = 200;
   std::string optimizer = "lamb";  // lamb | adamw
   std::string dist = "dp";         // dp | sharded
-  double lr = 0;                   // 0: 4e-3 (lamb), 1e-3 (adamw)
+  double lr = 0;                   // 0: 2e-2 (lamb), 1e-3 (adamw)
   double min_lr_frac = 0.1;
   int warmup = -1;  // -1: min(100, steps/10)
   double wd = 0.01, clip = 1.0;
@@ -63,7 +63,7 @@ const char* kUsage =
     "data:     --data FILE (default: Jane Austen, " "r-cran-janeaustenr's Rdata.rdb; any text file)\n"
     "          --val-frac F (0.1) --seed S (1)\n"
     "training: --steps N (200) --batch B (16, global sequences) --optimizer lamb|adamw\n"
-    "          --lr X (lamb 4e-3, adamw 1e-3) --warmup N --min-lr-frac F (0.1) --wd X (0.01)\n"
+    "          --lr X (lamb 2e-2, adamw 1e-3) --warmup N --min-lr-frac F (0.1) --wd X (0.01)\n"
     "          --clip X (1.0, global gradient norm; 0 off)\n"
     "layout:   --dp D (ranks/(sp tp)) data-parallel replicas, --sp S (1) sequence-parallel ranks\n"
     "          (ring attention, zigzag), --tp T (1) tensor-parallel ranks (Megatron 1D: heads and\n"
@@ -134,7 +134,7 @@ Options parse(int argc, char** argv) {
   if (o.optimizer != "lamb" && o.optimizer != "adamw")
     throw UsageError("--optimizer must be lamb or adamw, got '" + o.optimizer + "'");
   if (o.dist != "dp" && o.dist != "sharded") throw UsageError("--dist must be dp or sharded, got '" + o.dist + "'");
-  if (o.lr == 0) o.lr = o.optimizer == "lamb" ? 4e-3 : 1e-3;
+  if (o.lr == 0) o.lr = o.optimizer == "lamb" ? 2e-2 : 1e-3;
   if (o.warmup < 0) o.warmup = std::min(100, o.steps / 10);
   if (o.log_every < 1) o.log_every = 1;
   if (o.temperature <= 0) throw UsageError("--temperature must be > 0");
