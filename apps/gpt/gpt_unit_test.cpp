@@ -247,7 +247,6 @@ static void test_data(bool have_austen) {
     std::printf("  SKIP Austen (r-cran-janeaustenr not installed)\n");
   }
   // Format checks on synthetic records.
-  std::string dir = "gpt_unit_test_tmp";
   auto record = [](const std::vector<unsigned char>& raw) {
     std::vector<unsigned char> out(4), z(compressBound(raw.size()));
     uLongf zl = z.size();
@@ -293,7 +292,6 @@ static void test_data(bool have_austen) {
     CHECK(std::strstr(e.what(), "cannot open") != nullptr, "%s", e.what());
   }
   for (const char* f : {"gpt_ut_good.rdb", "gpt_ut_type.rdb", "gpt_ut_notr.rdb", "gpt_ut_int.rdb", "gpt_ut_trunc.rdb"}) std::remove(f);
-  (void)dir;
 
   // Batches: the tokens a rank sees are the global batch's, whatever the
   // layout (DP ranges of sequences, SP zigzag positions).

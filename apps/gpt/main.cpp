@@ -221,10 +221,6 @@ std::vector<double> read_curve(const std::string& path) {
 // tensor by name (replicated: the parameters are whole on every rank), the
 // optimizer's whole state under "opt", and the attributes that must match on
 // resume. Returns the status; the message is in tsr_last_error(ctx).
-struct CkptMeta {
-  const Options* o;
-  int64_t step;
-};
 tsr_status write_checkpoint(tsr_context ctx, const std::string& path, const std::vector<ParamTensor>& layout,
                             const std::vector<float>& P, tsr_optimizer opt, const Options& o, int64_t step) {
   tsr_checkpoint ck = nullptr;
