@@ -1,0 +1,16 @@
+# cmake -DCMD="prog|arg|..." -DCODE=2 -DREGEX="..." -DCOUNT=n -P expect_exit.cmake
+# Runs CMD and passes if it exits with CODE and its output (stdout and stderr)
+# holds REGEX at least COUNT times (e.g. once per rank).
+string(REPLACE "|" ";" cmd "${CMD}")
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(all "${out}${err}")
+message("${all}")
+if(NOT rc STREQUAL "${CODE}")
+  message(FATAL_ERROR "exit status ${rc}, expected ${CODE}")
+endif()
+string(REGEX MATCHALL "${REGEX}" hits "${all}")
+list(LENGTH hits n)
+if(n LESS COUNT)
+  message(FATAL_ERROR "'${REGEX}' found ${n} times, expected at least ${COUNT}")
+endif()
+message("exit status ${rc} and ${n} matches of '${REGEX}': as expected")

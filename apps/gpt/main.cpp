@@ -1,0 +1,612 @@
+// tessera-gpt: a decoder-only GPT trained on Jane Austen's novels (or any
+// text) with tessera: data parallelism with data-parallel or sharded LAMB
+// (AdamW = LAMB without layer adaptation), sequence parallelism with ring
+// attention (causal, zigzag layout), the same loss curve on every layout.
+// Uses only tessera's public API. See apps/gpt/README.md.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "data.hpp"
+#include "model.hpp"
+#include "rng.hpp"
+#include "tessera/tessera.h"
+
+using namespace gpt;
+
+namespace {
+
+struct Options {
+  std::string data;  // empty: Austen
+  Shape shape;
+  size_t batch = 16;  // global sequences per step
+  int steps = 200;
+  std::string optimizer = "lamb";  // lamb | adamw
+  std::string dist = "dp";         // dp | sharded
+  double lr = 0;                   // 0: 2e-2 (lamb), 1e-3 (adamw)
+  double min_lr_frac = 0.1;
+  int warmup = -1;  // -1: min(100, steps/10)
+  double wd = 0.01, clip = 1.0;
+  int dp = 0, sp = 1, tp = 1;  // dp 0: world size / (sp tp)
+  uint64_t seed = 1;
+  double val_frac = 0.1;
+  int eval_every = 0, eval_batches = 8;
+  int sample = 300;
+  std::string prompt = "It is a truth universally acknowledged";
+  double temperature = 0.8;
+  std::string csv;
+  std::string expect_curve;
+  double curve_tol = 1e-4;
+  int log_every = 1;
+  bool report = true;
+  std::string checkpoint, resume;
+  int checkpoint_every = 0;
+  int stop_after = 0;  // 0: run to --steps (else stop after this step, as if killed)
+};
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* kUsage =
+    "usage: tessera-gpt [options]   (run under mpiexec; any rank count that fits the layout)\n"
+    "model:    --layers L (4) --width C (256) --heads H (4) --seq T (128)\n"
+    "data:     --data FILE (default: Jane Austen, " "r-cran-janeaustenr's Rdata.rdb; any text file)\n"
+    "          --val-frac F (0.1) --seed S (1)\n"
+    "training: --steps N (200) --batch B (16, global sequences) --optimizer lamb|adamw\n"
+    "          --lr X (lamb 2e-2, adamw 1e-3) --warmup N --min-lr-frac F (0.1) --wd X (0.01)\n"
+    "          --clip X (1.0, global gradient norm; 0 off)\n"
+    "layout:   --dp D (ranks/(sp tp)) data-parallel replicas, --sp S (1) sequence-parallel ranks\n"
+    "          (ring attention, zigzag), --tp T (1) tensor-parallel ranks (Megatron 1D: heads and\n"
+    "          MLP units split), --dist dp|sharded (LAMB state replicated or sharded)\n"
+    "output:   --eval-every N (0: at the end) --eval-batches N (8) --csv FILE\n"
+    "          --sample N (300 bytes) --prompt TEXT --temperature X (0.8) --log-every N (1;\n"
+    "          > 1: a progress bar between the lines on a terminal)\n"
+    "          --no-report --expect-curve CSV [--curve-tol X (1e-4)]\n"
+    "checkpoints: --checkpoint FILE --checkpoint-every N (and at the end) --resume FILE\n"
+    "          (any layout: written on one, resumed on another) --stop-after N (stop early)\n";
+
+template <class T>
+T parse_num(const std::string& opt, const char* s) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(s, &end);
+  if (!s[0] || *end || errno) throw UsageError(opt + " needs a number, got '" + s + "'");
+  if (std::is_integral<T>::value) {
+    if (v != std::floor(v) || v < 0) throw UsageError(opt + " needs a non-negative integer, got '" + s + "'");
+  }
+  return static_cast<T>(v);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&]() -> const char* {
+      if (i + 1 >= argc) throw UsageError(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") throw UsageError("");
+    else if (a == "--data") o.data = val();
+    else if (a == "--layers") o.shape.layers = parse_num<size_t>(a, val());
+    else if (a == "--width") o.shape.width = parse_num<size_t>(a, val());
+    else if (a == "--heads") o.shape.heads = parse_num<size_t>(a, val());
+    else if (a == "--seq") o.shape.seq = parse_num<size_t>(a, val());
+    else if (a == "--batch") o.batch = parse_num<size_t>(a, val());
+    else if (a == "--steps") o.steps = parse_num<int>(a, val());
+    else if (a == "--optimizer") o.optimizer = val();
+    else if (a == "--dist") o.dist = val();
+    else if (a == "--lr") o.lr = parse_num<double>(a, val());
+    else if (a == "--min-lr-frac") o.min_lr_frac = parse_num<double>(a, val());
+    else if (a == "--warmup") o.warmup = parse_num<int>(a, val());
+    else if (a == "--wd") o.wd = parse_num<double>(a, val());
+    else if (a == "--clip") o.clip = parse_num<double>(a, val());
+    else if (a == "--dp") o.dp = parse_num<int>(a, val());
+    else if (a == "--sp") o.sp = parse_num<int>(a, val());
+    else if (a == "--tp") o.tp = parse_num<int>(a, val());
+    else if (a == "--seed") o.seed = parse_num<uint64_t>(a, val());
+    else if (a == "--val-frac") o.val_frac = parse_num<double>(a, val());
+    else if (a == "--eval-every") o.eval_every = parse_num<int>(a, val());
+    else if (a == "--eval-batches") o.eval_batches = parse_num<int>(a, val());
+    else if (a == "--sample") o.sample = parse_num<int>(a, val());
+    else if (a == "--prompt") o.prompt = val();
+    else if (a == "--temperature") o.temperature = parse_num<double>(a, val());
+    else if (a == "--csv") o.csv = val();
+    else if (a == "--expect-curve") o.expect_curve = val();
+    else if (a == "--curve-tol") o.curve_tol = parse_num<double>(a, val());
+    else if (a == "--log-every") o.log_every = parse_num<int>(a, val());
+    else if (a == "--no-report") o.report = false;
+    else if (a == "--checkpoint") o.checkpoint = val();
+    else if (a == "--checkpoint-every") o.checkpoint_every = parse_num<int>(a, val());
+    else if (a == "--resume") o.resume = val();
+    else if (a == "--stop-after") o.stop_after = parse_num<int>(a, val());
+    else throw UsageError("unknown option '" + a + "'");
+  }
+  if (o.optimizer != "lamb" && o.optimizer != "adamw")
+    throw UsageError("--optimizer must be lamb or adamw, got '" + o.optimizer + "'");
+  if (o.dist != "dp" && o.dist != "sharded") throw UsageError("--dist must be dp or sharded, got '" + o.dist + "'");
+  if (o.lr == 0) o.lr = o.optimizer == "lamb" ? 2e-2 : 1e-3;
+  if (o.warmup < 0) o.warmup = std::min(100, o.steps / 10);
+  if (o.log_every < 1) o.log_every = 1;
+  if (o.temperature <= 0) throw UsageError("--temperature must be > 0");
+  if (o.checkpoint_every > 0 && o.checkpoint.empty()) throw UsageError("--checkpoint-every needs --checkpoint FILE");
+  return o;
+}
+
+// The configuration checks every rank makes (same inputs, same verdict).
+void check_config(Options& o, int world) {
+  const Shape& s = o.shape;
+  if (s.layers < 1 || s.width < 1 || s.heads < 1 || s.seq < 2 || o.batch < 1)
+    throw UsageError("--layers, --width, --heads, --batch must be >= 1 and --seq >= 2");
+  if (s.width % s.heads)
+    throw UsageError("--heads " + std::to_string(s.heads) + " does not divide --width " + std::to_string(s.width) +
+                     ": choose a head count that divides the width");
+  if (o.sp < 1 || o.tp < 1) throw UsageError("--sp and --tp must be >= 1");
+  if (o.dp == 0) {
+    if (world % (o.sp * o.tp))
+      throw UsageError("--sp " + std::to_string(o.sp) + " x --tp " + std::to_string(o.tp) + " does not divide the " +
+                       std::to_string(world) + " ranks: run on a multiple of sp x tp ranks");
+    o.dp = world / (o.sp * o.tp);
+  }
+  if (o.dp * o.sp * o.tp != world)
+    throw UsageError("the layout --dp " + std::to_string(o.dp) + " x --sp " + std::to_string(o.sp) + " x --tp " +
+                     std::to_string(o.tp) + " needs " + std::to_string(o.dp * o.sp * o.tp) + " ranks, but " +
+                     std::to_string(world) + " are running: change --dp/--sp/--tp or the rank count");
+  if (s.heads % static_cast<size_t>(o.tp))
+    throw UsageError("--tp " + std::to_string(o.tp) + " does not divide --heads " + std::to_string(s.heads) +
+                     " (tensor parallelism splits the heads): choose a --tp that divides the head count");
+  if (o.batch % static_cast<size_t>(o.dp))
+    throw UsageError("--batch " + std::to_string(o.batch) + " is not divisible by --dp " + std::to_string(o.dp) +
+                     ": use a batch that is a multiple of the data-parallel replicas");
+  if (o.sp > 1 && s.seq % (2 * static_cast<size_t>(o.sp)))
+    throw UsageError("--seq " + std::to_string(s.seq) + " is not divisible by 2 x --sp = " + std::to_string(2 * o.sp) +
+                     " (the zigzag layout gives each sequence rank two equal chunks): change --seq or --sp");
+}
+
+void die_tsr(tsr_context ctx, const char* what, tsr_status st) {
+  std::fprintf(stderr, "tessera-gpt: %s failed: %s: %s\n", what, tsr_status_name(st),
+               ctx ? tsr_last_error(ctx) : tsr_last_error(nullptr));
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+#define TSR_OK(ctx, call)                       \
+  do {                                          \
+    tsr_status st_ = (call);                    \
+    if (st_ != TSR_SUCCESS) die_tsr(ctx, #call, st_); \
+  } while (0)
+
+struct Schedule {
+  double base, min_frac;
+  int warmup, steps;
+};
+double schedule_fn(int64_t t, int, double lr, void* user) {
+  const Schedule* s = static_cast<const Schedule*>(user);
+  (void)lr;
+  if (t <= s->warmup) return s->base * static_cast<double>(t) / static_cast<double>(s->warmup);
+  double prog = s->steps > s->warmup ? static_cast<double>(t - s->warmup) / static_cast<double>(s->steps - s->warmup) : 1.0;
+  prog = std::min(1.0, prog);
+  double m = s->min_frac;
+  return s->base * (m + (1 - m) * 0.5 * (1 + std::cos(3.141592653589793 * prog)));
+}
+
+// Reads "step,loss,..." lines (header skipped): loss[step] (NaN where absent).
+std::vector<double> read_curve(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw UsageError("--expect-curve: cannot open '" + path + "'");
+  std::vector<double> loss;
+  std::string line;
+  std::getline(f, line);
+  while (std::getline(f, line)) {
+    std::istringstream is(line);
+    std::string step, l;
+    std::getline(is, step, ',');
+    std::getline(is, l, ',');
+    if (l.empty()) continue;
+    size_t st = static_cast<size_t>(std::strtol(step.c_str(), nullptr, 10));
+    if (loss.size() <= st) loss.resize(st + 1, NAN);
+    loss[st] = std::strtod(l.c_str(), nullptr);
+  }
+  return loss;
+}
+
+// Checkpoints through tessera's public API (tessera/io.h): every parameter
+// tensor by name (replicated: the parameters are whole on every rank), the
+// optimizer's whole state under "opt", and the attributes that must match on
+// resume. Returns the status; the message is in tsr_last_error(ctx).
+tsr_status write_checkpoint(tsr_context ctx, const std::string& path, const std::vector<ParamTensor>& layout,
+                            const std::vector<float>& P, tsr_optimizer opt, const Options& o, int64_t step) {
+  tsr_checkpoint ck = nullptr;
+  tsr_status st = tsr_checkpoint_create(ctx, path.c_str(), TSR_CKPT_AUTO, 0, &ck);
+  if (st != TSR_SUCCESS) return st;
+  const Shape& s = o.shape;
+  for (const ParamTensor& t : layout) {
+    uint64_t shape[1] = {t.size};
+    if (st == TSR_SUCCESS) st = tsr_checkpoint_put_replicated(ck, t.name.c_str(), TSR_FLOAT32, 1, shape, P.data() + t.offset);
+  }
+  if (st == TSR_SUCCESS) st = tsr_checkpoint_put_optimizer(ck, "opt", opt);
+  const std::pair<const char*, int64_t> ints[] = {{"step", step}, {"layers", (int64_t)s.layers}, {"width", (int64_t)s.width},
+                                                  {"heads", (int64_t)s.heads}, {"seq", (int64_t)s.seq},
+                                                  {"vocab", (int64_t)s.vocab}, {"seed", (int64_t)o.seed}, {"steps", o.steps}};
+  for (const auto& kv : ints)
+    if (st == TSR_SUCCESS) st = tsr_checkpoint_set_int(ck, kv.first, kv.second);
+  if (st == TSR_SUCCESS) st = tsr_checkpoint_set_string(ck, "optimizer", o.optimizer.c_str());
+  if (st == TSR_SUCCESS) st = tsr_checkpoint_set_string(ck, "model", "tessera-gpt: decoder-only, pre-LN, byte-level");
+  if (st == TSR_SUCCESS) st = tsr_checkpoint_commit(ck);
+  tsr_checkpoint_close(&ck);
+  return st;
+}
+
+// Reads a checkpoint; returns the step it was written at, or -1 with msg set
+// (a mismatch of the model or the run: exit 2), or throws on an I/O error.
+int64_t read_checkpoint(tsr_context ctx, const std::string& path, const std::vector<ParamTensor>& layout,
+                        std::vector<float>& P, tsr_optimizer opt, const Options& o, std::string& msg) {
+  tsr_checkpoint ck = nullptr;
+  tsr_status st = tsr_checkpoint_open(ctx, path.c_str(), &ck);
+  if (st != TSR_SUCCESS) {
+    msg = std::string("--resume: ") + tsr_last_error(ctx);
+    return -1;
+  }
+  const Shape& s = o.shape;
+  const std::pair<const char*, int64_t> want[] = {{"layers", (int64_t)s.layers}, {"width", (int64_t)s.width},
+                                                  {"heads", (int64_t)s.heads}, {"seq", (int64_t)s.seq},
+                                                  {"vocab", (int64_t)s.vocab}, {"seed", (int64_t)o.seed}, {"steps", o.steps}};
+  for (const auto& kv : want) {
+    int64_t v = 0;
+    if (tsr_checkpoint_get_int(ck, kv.first, &v) != TSR_SUCCESS || v != kv.second) {
+      msg = "--resume " + path + ": the checkpoint has " + kv.first + " = " + std::to_string(v) + ", this run " +
+            std::to_string(kv.second) + ": resume with the options it was written with (--" + kv.first + ")";
+      tsr_checkpoint_close(&ck);
+      return -1;
+    }
+  }
+  char kind[16] = {0};
+  size_t need = 0;
+  tsr_checkpoint_get_string(ck, "optimizer", kind, sizeof kind, &need);
+  if (o.optimizer != kind) {
+    msg = "--resume " + path + ": written with --optimizer " + kind + ", this run uses " + o.optimizer;
+    tsr_checkpoint_close(&ck);
+    return -1;
+  }
+  int64_t step = 0;
+  st = tsr_checkpoint_get_int(ck, "step", &step);
+  for (const ParamTensor& t : layout) {
+    uint64_t shape[1] = {t.size};
+    if (st == TSR_SUCCESS) st = tsr_checkpoint_get_replicated(ck, t.name.c_str(), TSR_FLOAT32, 1, shape, P.data() + t.offset);
+  }
+  if (st == TSR_SUCCESS) st = tsr_checkpoint_get_optimizer(ck, "opt", opt);
+  if (st != TSR_SUCCESS) {
+    msg = std::string("--resume: ") + tsr_status_name(st) + ": " + tsr_last_error(ctx);
+    tsr_checkpoint_close(&ck);
+    return -1;
+  }
+  tsr_checkpoint_close(&ck);
+  return step;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int world = 1, wrank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+  Options o;
+  std::string text;
+  try {
+    o = parse(argc, argv);
+    check_config(o, world);
+    text = load_text(o.data.empty() ? kAustenRdb : o.data);
+  } catch (const UsageError& e) {
+    if (!*e.what()) {
+      if (wrank == 0) std::fputs(kUsage, stdout);
+      MPI_Finalize();
+      return 0;
+    }
+    std::fprintf(stderr, "tessera-gpt: error (rank %d): %s\n", wrank, e.what());
+    if (wrank == 0) std::fputs(kUsage, stderr);
+    MPI_Finalize();
+    return 2;
+  } catch (const DataError& e) {
+    std::fprintf(stderr, "tessera-gpt: error (rank %d): %s%s\n", wrank, e.what(),
+                 o.data.empty() ? " (install the Jane Austen text: apt-get install --no-install-recommends "
+                                  "r-cran-janeaustenr, or give --data FILE)"
+                                : "");
+    MPI_Finalize();
+    return 2;
+  }
+  Split split;
+  try {
+    split = split_text(text, o.val_frac, o.shape.seq);
+  } catch (const DataError& e) {
+    std::fprintf(stderr, "tessera-gpt: error (rank %d): %s\n", wrank, e.what());
+    MPI_Finalize();
+    return 2;
+  }
+  const bool root = wrank == 0;
+
+  // --- tessera: a context, a DP x SP x TP grid (axes COL, ROW, DEPTH), a
+  // ring over the sequence axis, tensor-parallel all-reduces on the depth axis ---
+  tsr_context ctx = nullptr;
+  TSR_OK(nullptr, tsr_context_create(MPI_COMM_WORLD, &ctx));
+  tsr_grid grid = nullptr;
+  int dims[3] = {o.dp, o.sp, o.tp};
+  TSR_OK(ctx, tsr_grid_create(ctx, TSR_GRID_3D_ANY, dims, &grid));
+  int coords[3];
+  TSR_OK(ctx, tsr_grid_my_coords(grid, coords));
+  const int dpi = coords[0], spi = coords[1], tpi = coords[2];
+  tsr_ring ring = nullptr;
+  TSR_OK(ctx, tsr_ring_create(grid, TSR_AXIS_ROW, &ring));
+
+  const Shape& S = o.shape;
+  const size_t Bl = o.batch / static_cast<size_t>(o.dp);
+  size_t Tl = 0;
+  TSR_OK(ctx, tsr_attn_shard_len(TSR_ATTN_LAYOUT_ZIGZAG, S.seq, o.sp, spi, &Tl));
+  std::vector<int64_t> pos(Tl);
+  TSR_OK(ctx, tsr_attn_positions(TSR_ATTN_LAYOUT_ZIGZAG, S.seq, o.sp, spi, pos.data()));
+  TensorParallel<float> tpar;
+  tpar.size = o.tp;
+  tpar.rank = tpi;
+  tpar.allreduce_sum = [&](float* buf, size_t count) {
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_DEPTH, buf, buf, count, TSR_FLOAT32, TSR_SUM));
+  };
+  Model<float> model(S, ring, TSR_ATTN_LAYOUT_ZIGZAG, tpar);
+  model.resize(Bl, pos, S.seq);
+  const auto& layout = model.layout();
+  const size_t n = param_count(layout);
+  std::vector<float> P(n), G(n);
+  init_params(P.data(), layout, S, o.seed);
+
+  // --- the optimizer: one group per tensor ---
+  std::vector<size_t> sizes;
+  for (const auto& t : layout) sizes.push_back(t.size);
+  tsr_optimizer opt = nullptr;
+  tsr_opt_dist dist = o.dist == "sharded" ? TSR_OPT_SHARDED : TSR_OPT_DATA_PARALLEL;
+  TSR_OK(ctx, tsr_optimizer_create(ctx, TSR_PRESET_LAMB_APEX, dist, TSR_FLOAT32, sizes.size(), sizes.data(), &opt));
+  TSR_OK(ctx, tsr_optimizer_set_param(opt, TSR_OPT_LR, o.lr));
+  TSR_OK(ctx, tsr_optimizer_set_param(opt, TSR_OPT_WEIGHT_DECAY, o.wd));
+  TSR_OK(ctx, tsr_optimizer_set_param(opt, TSR_OPT_MAX_GRAD_NORM, o.clip));
+  const bool lamb = o.optimizer == "lamb";
+  for (size_t g = 0; g < layout.size(); ++g) {
+    TSR_OK(ctx, tsr_optimizer_set_group_param(opt, static_cast<int>(g), TSR_OPT_DECAY, layout[g].matrix ? 1 : 0));
+    TSR_OK(ctx, tsr_optimizer_set_group_param(opt, static_cast<int>(g), TSR_OPT_ADAPT, lamb && layout[g].matrix ? 1 : 0));
+  }
+  Schedule sched{o.lr, o.min_lr_frac, std::max(1, o.warmup), o.steps};
+  TSR_OK(ctx, tsr_optimizer_set_schedule(opt, schedule_fn, &sched));
+
+  const double tokens_per_step = static_cast<double>(o.batch * S.seq);
+  const double C = static_cast<double>(S.width), L = static_cast<double>(S.layers);
+  const double flop_per_token = 2 * 12 * C * C * L + 2 * C * static_cast<double>(S.vocab) + 4 * static_cast<double>(S.seq) * C * L;
+  const double flop_per_step = 3 * flop_per_token * tokens_per_step;  // the PyTorch baseline's count
+  if (root) {
+    std::printf("tessera-gpt: %zu layers, width %zu, %zu heads, seq %zu, vocab %zu: %zu parameters in %zu groups\n",
+                S.layers, S.width, S.heads, S.seq, S.vocab, n, layout.size());
+    std::printf("data: %s, %zu bytes (train %zu, validation %zu)\n", o.data.empty() ? "Jane Austen's novels" : o.data.c_str(),
+                text.size(), split.train.size(), split.val.size());
+    std::printf("layout: %d ranks = DP %d x SP %d (ring attention, zigzag; %zu tokens per rank per sequence) "
+                "x TP %d (Megatron 1D); %s %s, lr %g, warmup %d, batch %zu x %zu tokens\n",
+                world, o.dp, o.sp, Tl, o.tp, o.optimizer == "lamb" ? "LAMB" : "AdamW (LAMB without layer adaptation)",
+                o.dist == "sharded" ? "sharded" : "data-parallel", o.lr, o.warmup, o.batch, S.seq);
+    std::fflush(stdout);
+  }
+
+  std::vector<int32_t> x(Bl * Tl), y(Bl * Tl);
+  const float scale = 1.0f / static_cast<float>(Bl * Tl);
+  const double nreplicas = static_cast<double>(o.dp * o.sp * o.tp);  // TP ranks hold equal losses
+  auto global_mean = [&](double local_sum_mean) {
+    double v = local_sum_mean;
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_ALL, &v, &v, 1, TSR_FLOAT64, TSR_SUM));
+    return v / nreplicas;
+  };
+  auto evaluate = [&]() {
+    TSR_OK(ctx, tsr_region_begin(ctx, "eval"));
+    double sum = 0;
+    for (int i = 0; i < o.eval_batches; ++i) {
+      fill_batch(split.val, o.seed, STREAM_VAL_BATCH, static_cast<uint64_t>(i), static_cast<size_t>(dpi) * Bl, Bl, S.seq,
+                 pos.data(), Tl, x.data(), y.data());
+      sum += model.forward(P.data(), x.data(), y.data()) / static_cast<double>(Bl * Tl);
+    }
+    double v = global_mean(sum / std::max(1, o.eval_batches));
+    TSR_OK(ctx, tsr_region_end(ctx, "eval"));
+    return v;
+  };
+
+  FILE* csv = nullptr;
+  if (root && !o.csv.empty()) {
+    csv = std::fopen(o.csv.c_str(), "w");
+    if (!csv) std::fprintf(stderr, "tessera-gpt: warning: cannot write --csv %s\n", o.csv.c_str());
+    else std::fprintf(csv, "step,loss,lr,ms,tokens_per_s,val_loss\n");
+  }
+  int first_step = 1;
+  if (!o.resume.empty()) {
+    std::string msg;
+    TSR_OK(ctx, tsr_region_begin(ctx, "checkpoint"));
+    int64_t at = read_checkpoint(ctx, o.resume, layout, P, opt, o, msg);
+    TSR_OK(ctx, tsr_region_end(ctx, "checkpoint"));
+    if (at < 0) {
+      std::fprintf(stderr, "tessera-gpt: error (rank %d): %s\n", wrank, msg.c_str());
+      tsr_optimizer_destroy(&opt);
+      tsr_ring_destroy(&ring);
+      tsr_grid_destroy(&grid);
+      tsr_context_destroy(&ctx);
+      MPI_Finalize();
+      return 2;
+    }
+    first_step = static_cast<int>(at) + 1;
+    if (root) std::printf("resumed from %s at step %lld\n", o.resume.c_str(), static_cast<long long>(at));
+  }
+  auto checkpoint = [&](int step) {
+    TSR_OK(ctx, tsr_region_begin(ctx, "checkpoint"));
+    double t0 = MPI_Wtime();
+    TSR_OK(ctx, write_checkpoint(ctx, o.checkpoint, layout, P, opt, o, step));
+    TSR_OK(ctx, tsr_region_end(ctx, "checkpoint"));
+    if (root) std::printf("checkpoint: step %d written to %s (%.0f ms)\n", step, o.checkpoint.c_str(), (MPI_Wtime() - t0) * 1e3);
+  };
+  const int last_step = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
+  const bool progress_bar = root && o.log_every > 1 && isatty(fileno(stdout));
+  std::vector<std::pair<int, double>> curve;
+  double total_ms = 0, best_ms = 1e300;
+  std::vector<double> step_ms;
+  for (int step = first_step; step <= last_step; ++step) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    fill_batch(split.train, o.seed, STREAM_TRAIN_BATCH, static_cast<uint64_t>(step), static_cast<size_t>(dpi) * Bl, Bl,
+               S.seq, pos.data(), Tl, x.data(), y.data());
+    TSR_OK(ctx, tsr_region_begin(ctx, "forward"));
+    double local = model.forward(P.data(), x.data(), y.data()) * static_cast<double>(scale);
+    TSR_OK(ctx, tsr_region_end(ctx, "forward"));
+    TSR_OK(ctx, tsr_region_begin(ctx, "backward"));
+    model.backward(P.data(), G.data(), x.data(), y.data(), scale);
+    TSR_OK(ctx, tsr_region_end(ctx, "backward"));
+    TSR_OK(ctx, tsr_region_begin(ctx, "optimizer"));
+    tsr_status st = tsr_optimizer_step(opt, P.data(), G.data(), n);
+    if (st == TSR_ERR_NUMERIC) {
+      if (root) std::printf("step %d: gradient not finite, step skipped by the optimizer\n", step);
+    } else if (st != TSR_SUCCESS) {
+      die_tsr(ctx, "tsr_optimizer_step", st);
+    }
+    double loss = global_mean(local);
+    TSR_OK(ctx, tsr_region_end(ctx, "optimizer"));
+    TSR_OK(ctx, tsr_flops_add(ctx, static_cast<uint64_t>(flop_per_step / nreplicas)));
+    double ms = (MPI_Wtime() - t0) * 1e3;
+    double lr_used = 0;
+    tsr_optimizer_query(opt, TSR_OPTQ_LR, 0, &lr_used);
+    curve.push_back({step, loss});
+    step_ms.push_back(ms);
+    if (step > 1) total_ms += ms, best_ms = std::min(best_ms, ms);
+    double val = NAN;
+    if (o.eval_every > 0 && step % o.eval_every == 0 && step != o.steps) val = evaluate();
+    if (root) {
+      const bool line = step % o.log_every == 0 || step == 1 || step == last_step;
+      if (!line && progress_bar) {  // a progress bar between the step lines on a terminal
+        int w = 30, done = static_cast<int>(30.0 * step / last_step);
+        std::printf("\r[%.*s%*s] step %d/%d  loss %.4f  %.1f ms ", done, "##############################", w - done, "",
+                    step, last_step, loss, ms);
+      }
+      if (line)
+        std::printf("%s", progress_bar ? "\r\033[K" : "");
+      if (line)
+        std::printf("step %5d/%d  loss %.4f  lr %.2e  %8.0f tok/s  %8.1f ms%s\n", step, o.steps, loss, lr_used,
+                    tokens_per_step / (ms / 1e3), ms,
+                    std::isnan(val) ? "" : ("  val " + std::to_string(val)).c_str());
+      if (csv) {
+        std::fprintf(csv, "%d,%.17g,%.6g,%.3f,%.1f,", step, loss, lr_used, ms, tokens_per_step / (ms / 1e3));
+        if (!std::isnan(val)) std::fprintf(csv, "%.9g", val);
+        std::fprintf(csv, "\n");
+      }
+      std::fflush(stdout);
+    }
+    if (!o.checkpoint.empty() && ((o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == last_step))
+      checkpoint(step);
+  }
+  double val = evaluate();
+  double h1 = unigram_entropy(split.val);
+  if (root) {
+    std::vector<double> sorted(step_ms.begin() + (step_ms.size() > 1 ? 1 : 0), step_ms.end());  // first step: warm-up
+    std::sort(sorted.begin(), sorted.end());
+    double med = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+    std::printf("validation loss %.4f nats/byte (unigram entropy of the validation text %.4f)\n", val, h1);
+    if (!sorted.empty())
+      std::printf("step time (all but the first step, %d..%d): median %.1f ms, min %.1f ms; %.0f tokens/s; %.1f GFLOP/s "
+                  "(%.1f GFLOP per step, 3 x forward matmul FLOPs)\n",
+                  first_step + 1, last_step, med, best_ms, tokens_per_step / (med / 1e3), flop_per_step / (med / 1e3) / 1e9, flop_per_step / 1e9);
+    if (csv) {
+      std::fprintf(csv, "%d,,,,,%.9g\n", last_step, val);
+      std::fclose(csv);
+    }
+  }
+
+  // --- sample text from the trained model (rank 0, a ring of its own) ---
+  if (root && o.sample > 0) {
+    tsr_context sctx = nullptr;
+    tsr_ring sring = nullptr;
+    TSR_OK(nullptr, tsr_context_create(MPI_COMM_SELF, &sctx));
+    TSR_OK(sctx, tsr_ring_create_comm(sctx, MPI_COMM_SELF, &sring));
+    Model<float> gen(S, sring, TSR_ATTN_LAYOUT_CONTIGUOUS);
+    std::vector<int32_t> ctxt;
+    for (unsigned char c : o.prompt) ctxt.push_back(c);
+    if (ctxt.empty()) ctxt.push_back('\n');
+    std::string out;
+    for (int i = 0; i < o.sample; ++i) {
+      size_t w = std::min(ctxt.size(), S.seq);
+      std::vector<int64_t> gp(w);
+      for (size_t t = 0; t < w; ++t) gp[t] = static_cast<int64_t>(t);
+      gen.resize(1, gp, w);
+      gen.forward(P.data(), ctxt.data() + (ctxt.size() - w), nullptr);
+      const float* lg = gen.logits() + (w - 1) * S.vocab;
+      double m = lg[0];
+      for (size_t v = 1; v < S.vocab; ++v) m = std::max(m, static_cast<double>(lg[v]));
+      std::vector<double> pr(S.vocab);
+      double sum = 0;
+      for (size_t v = 0; v < S.vocab; ++v) sum += pr[v] = std::exp((lg[v] - m) / o.temperature);
+      double u = uniform01(o.seed, STREAM_SAMPLE, static_cast<uint64_t>(i)) * sum;
+      size_t pick = 0;
+      for (; pick + 1 < S.vocab && u >= pr[pick]; ++pick) u -= pr[pick];
+      ctxt.push_back(static_cast<int32_t>(pick));
+      out.push_back(static_cast<char>(pick));
+    }
+    std::printf("sample (temperature %g):\n%s%s\n", o.temperature, o.prompt.c_str(), out.c_str());
+    tsr_ring_destroy(&sring);
+    tsr_context_destroy(&sctx);
+  }
+
+  // --- accounting and energy ---
+  if (o.report) {
+    tsr_report rep = nullptr;
+    TSR_OK(ctx, tsr_report_create(ctx, 0, &rep));
+    size_t need = 0;
+    tsr_report_format(rep, nullptr, 0, &need);
+    std::string buf(need + 1, '\0');
+    tsr_report_format(rep, &buf[0], buf.size(), &need);
+    if (root) std::printf("--- bytes by region and level (tessera accounting) ---\n%s\n", buf.c_str());
+    tsr_report_destroy(&rep);
+    tsr_energy_report er = nullptr;
+    if (tsr_energy_report_create(ctx, nullptr, 0, &er) == TSR_SUCCESS) {
+      need = 0;
+      tsr_energy_report_format(er, TSR_OUTPUT_TABLE, nullptr, 0, &need);
+      std::string eb(need + 1, '\0');
+      tsr_energy_report_format(er, TSR_OUTPUT_TABLE, &eb[0], eb.size(), &need);
+      if (root) std::printf("--- modelled energy ---\n%s\n", eb.c_str());
+      tsr_energy_report_destroy(&er);
+    } else if (root) {
+      std::printf("(no energy report: %s)\n", tsr_last_error(ctx));
+    }
+  }
+
+  int rc = 0;
+  if (!o.expect_curve.empty()) {  // every rank holds the curve: every rank decides
+    try {
+      std::vector<double> ref = read_curve(o.expect_curve);
+      double worst = 0;
+      int at = 0;
+      size_t nn = 0;
+      for (const auto& sl : curve) {
+        size_t st = static_cast<size_t>(sl.first);
+        if (st >= ref.size() || std::isnan(ref[st])) continue;
+        ++nn;
+        double r = std::fabs(sl.second - ref[st]) / std::fabs(ref[st]);
+        if (r > worst || std::isnan(r)) worst = std::isnan(r) ? INFINITY : std::max(worst, r), at = sl.first;
+      }
+      bool ok = nn == curve.size() && nn > 0 && worst <= o.curve_tol;
+      if (root) std::printf("curve check: max relative loss difference %.3e (step %d) over %zu steps vs %s: %s (tolerance %.1e)\n",
+                  worst, at, nn, o.expect_curve.c_str(), ok ? "PASS" : "FAIL", o.curve_tol);
+      if (!ok) rc = 1;
+    } catch (const std::exception& e) {
+      if (root) std::printf("curve check: FAIL: %s\n", e.what());
+      rc = 1;
+    }
+  }
+  tsr_optimizer_destroy(&opt);
+  tsr_ring_destroy(&ring);
+  tsr_grid_destroy(&grid);
+  tsr_context_destroy(&ctx);
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,293 @@
+// The GPT: one flat parameter array cut into named tensors (one optimizer
+// group each), deterministic initialisation from the seed, and the forward
+// and backward of this rank's tokens written out layer by layer over the
+// layer kit. Templated on the element type: float for training, double for
+// the whole-model gradient test.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "layers.hpp"
+#include "rng.hpp"
+
+namespace gpt {
+
+struct Shape {
+  size_t vocab = 256;  // byte-level
+  size_t layers = 4;
+  size_t width = 256;  // C
+  size_t heads = 4;    // H
+  size_t seq = 128;    // T, the global sequence length (also the position table)
+};
+
+enum InitKind { INIT_NORMAL, INIT_NORMAL_RESID, INIT_ZERO, INIT_ONE };
+
+struct ParamTensor {
+  std::string name;
+  size_t offset, size;
+  InitKind init;
+  bool matrix;  // weight decay and layer adaptation apply (not biases, LayerNorm)
+};
+
+// Tensors in order: wte (V, C), wpe (T, C); per layer ln1.g, ln1.b, qkv.w (C, 3C),
+// qkv.b, proj.w (C, C), proj.b, ln2.g, ln2.b, fc.w (C, 4C), fc.b, fcproj.w (4C, C),
+// fcproj.b; lnf.g, lnf.b, head.w (C, V).
+inline std::vector<ParamTensor> param_layout(const Shape& s) {
+  std::vector<ParamTensor> t;
+  size_t off = 0;
+  auto add = [&](std::string n, size_t sz, InitKind k, bool m) {
+    t.push_back({std::move(n), off, sz, k, m});
+    off += sz;
+  };
+  const size_t C = s.width, V = s.vocab;
+  add("wte", V * C, INIT_NORMAL, true);
+  add("wpe", s.seq * C, INIT_NORMAL, true);
+  for (size_t l = 0; l < s.layers; ++l) {
+    std::string p = "h" + std::to_string(l) + ".";
+    add(p + "ln1.g", C, INIT_ONE, false);
+    add(p + "ln1.b", C, INIT_ZERO, false);
+    add(p + "attn.qkv.w", C * 3 * C, INIT_NORMAL, true);
+    add(p + "attn.qkv.b", 3 * C, INIT_ZERO, false);
+    add(p + "attn.proj.w", C * C, INIT_NORMAL_RESID, true);
+    add(p + "attn.proj.b", C, INIT_ZERO, false);
+    add(p + "ln2.g", C, INIT_ONE, false);
+    add(p + "ln2.b", C, INIT_ZERO, false);
+    add(p + "mlp.fc.w", C * 4 * C, INIT_NORMAL, true);
+    add(p + "mlp.fc.b", 4 * C, INIT_ZERO, false);
+    add(p + "mlp.proj.w", 4 * C * C, INIT_NORMAL_RESID, true);
+    add(p + "mlp.proj.b", C, INIT_ZERO, false);
+  }
+  add("lnf.g", C, INIT_ONE, false);
+  add("lnf.b", C, INIT_ZERO, false);
+  add("head.w", C * V, INIT_NORMAL, true);
+  return t;
+}
+
+inline size_t param_count(const std::vector<ParamTensor>& t) {
+  return t.empty() ? 0 : t.back().offset + t.back().size;
+}
+
+// GPT-2's initialisation: N(0, 0.02), the residual projections scaled by
+// 1/sqrt(2 layers), biases 0, LayerNorm gains 1. Element i of tensor k is a
+// function of (seed, k, i) only.
+template <class T>
+void init_params(T* p, const std::vector<ParamTensor>& layout, const Shape& s, uint64_t seed) {
+  const double sd = 0.02, sdr = 0.02 / std::sqrt(2.0 * static_cast<double>(s.layers));
+  for (size_t k = 0; k < layout.size(); ++k) {
+    const ParamTensor& t = layout[k];
+    for (size_t i = 0; i < t.size; ++i) {
+      double v = 0;
+      switch (t.init) {
+        case INIT_NORMAL: v = sd * normal(seed, STREAM_INIT + k, i); break;
+        case INIT_NORMAL_RESID: v = sdr * normal(seed, STREAM_INIT + k, i); break;
+        case INIT_ZERO: v = 0; break;
+        case INIT_ONE: v = 1; break;
+      }
+      p[t.offset + i] = static_cast<T>(v);
+    }
+  }
+}
+
+// Tensor parallelism inside a replica (Megatron's 1D scheme): rank `rank`
+// of `size` owns heads [rank*H/size, ..) of the attention (the columns of
+// qkv.w and qkv.b, the rows of attn.proj.w) and a slice of the MLP's hidden
+// units (the columns of mlp.fc.w/b, the rows of mlp.proj.w). The
+// column-parallel layers need no communication forward and an all-reduce of
+// the input gradient backward; the row-parallel layers an all-reduce of the
+// output forward and none backward: two all-reduces each way per layer.
+// LayerNorms, embeddings and the LM head are replicated. The model reads its
+// slices in place from the full parameter array (strided GEMMs) and writes
+// its gradient slices there (the rest zero), multiplied by `size`, so that
+// the optimizer's average over all ranks gives the true gradient (see
+// README.md: parameters stay whole on every rank; the optimizer state is
+// sharded when --dist sharded). allreduce_sum: sums a buffer over the tensor-
+// parallel ranks (the app passes tessera's accounted all-reduce).
+template <class T>
+struct TensorParallel {
+  int size = 1, rank = 0;
+  std::function<void(T*, size_t)> allreduce_sum;
+};
+
+// Forward and backward of B sequences' local tokens (Tl per sequence, at
+// global positions pos[0..Tl)) on one rank of a sequence ring.
+template <class T>
+class Model {
+ public:
+  Model(const Shape& s, tsr_ring ring, tsr_attn_layout layout, TensorParallel<T> tp = {})
+      : s_(s), ring_(ring), tp_(std::move(tp)) {
+    layout_ = param_layout(s);
+    cfg_ = TSR_ATTN_CONFIG_INIT;
+    cfg_.variant = TSR_ATTN_RING;
+    cfg_.layout = layout;
+    cfg_.causal = 1;
+    cfg_.type = dtype_of<T>();
+    acts_.resize(s.layers);
+    const size_t P = static_cast<size_t>(tp_.size);
+    Cl_ = s.width / P;
+    Hl_ = s.heads / P;
+    Fl_ = 4 * s.width / P;
+  }
+  const std::vector<ParamTensor>& layout() const { return layout_; }
+  const Shape& shape() const { return s_; }
+
+  // Sizes for the next calls: B sequences, Tl local tokens at global
+  // positions pos, of a sequence of seq_len tokens (<= shape.seq).
+  void resize(size_t B, const std::vector<int64_t>& pos, size_t seq_len) {
+    B_ = B;
+    pos_ = pos;
+    Tl_ = pos.size();
+    cfg_.seq_len = seq_len;
+    const size_t N = B_ * Tl_, C = s_.width, V = s_.vocab, Cl = Cl_, Fl = Fl_;
+    auto sz = [](std::vector<T>& v, size_t n) {
+      if (v.size() < n) v.assign(n, T(0));
+    };
+    sz(x0_, N * C);
+    for (Acts& a : acts_) {
+      sz(a.ln1, N * C), sz(a.ln1m, N), sz(a.ln1r, N), sz(a.qkv, N * 3 * Cl);
+      sz(a.q, N * Cl), sz(a.k, N * Cl), sz(a.v, N * Cl), sz(a.o, N * Cl), sz(a.lse, N * Hl_);
+      sz(a.atty, N * Cl), sz(a.proj, N * C), sz(a.x1, N * C), sz(a.ln2, N * C), sz(a.ln2m, N);
+      sz(a.ln2r, N), sz(a.fc, N * Fl), sz(a.gel, N * Fl), sz(a.fp, N * C), sz(a.x2, N * C);
+    }
+    sz(lnf_, N * C), sz(lnfm_, N), sz(lnfr_, N), sz(logits_, N * V), sz(probs_, N * V);
+    sz(dres_, N * C), sz(dln_, N * C), sz(dqkv_, N * 3 * Cl), sz(datty_, N * Cl);
+    sz(dfc_, N * Fl), sz(dgel_, N * Fl), sz(dlogits_, N * V);
+    sz(dq_, N * Cl), sz(dk_, N * Cl), sz(dv_, N * Cl), sz(dO_, N * Cl);
+  }
+  size_t tokens() const { return B_ * Tl_; }
+
+  // Returns the SUM of the token losses of this rank (targets may be null:
+  // then only the logits are computed).
+  double forward(const T* P, const int32_t* tok, const int32_t* targets) {
+    const size_t N = B_ * Tl_, C = s_.width, V = s_.vocab, Cl = Cl_, Fl = Fl_;
+    const size_t r = static_cast<size_t>(tp_.rank);
+    auto p = [&](size_t t) { return P + layout_[t].offset; };
+    embedding_forward(x0_.data(), tok, pos_.data(), B_, Tl_, p(0), p(1), C);
+    const T* in = x0_.data();
+    for (size_t l = 0; l < s_.layers; ++l) {
+      Acts& a = acts_[l];
+      size_t b = 2 + 12 * l;
+      layernorm_forward(a.ln1.data(), a.ln1m.data(), a.ln1r.data(), in, p(b), p(b + 1), N, C);
+      // column-parallel qkv: this rank's q, k, v columns -> (N, 3 Cl)
+      for (size_t part = 0; part < 3; ++part) {
+        size_t col = part * C + r * Cl;
+        gemm(false, false, N, Cl, C, T(1), a.ln1.data(), C, p(b + 2) + col, 3 * C, T(0), a.qkv.data() + part * Cl, 3 * Cl);
+        add_bias(a.qkv.data() + part * Cl, 3 * Cl, p(b + 3) + col, N, Cl);
+      }
+      attention_forward(ring_, cfg_, a.atty.data(), a.q.data(), a.k.data(), a.v.data(), a.o.data(),
+                        a.lse.data(), a.qkv.data(), B_, Tl_, Cl, Hl_);
+      // row-parallel projection: partial sums, all-reduced, then the bias
+      gemm(false, false, N, C, Cl, T(1), a.atty.data(), Cl, p(b + 4) + r * Cl * C, C, T(0), a.proj.data(), C);
+      if (tp_.size > 1) tp_.allreduce_sum(a.proj.data(), N * C);
+      add_bias(a.proj.data(), C, p(b + 5), N, C);
+      residual_forward(a.x1.data(), in, a.proj.data(), N * C);
+      layernorm_forward(a.ln2.data(), a.ln2m.data(), a.ln2r.data(), a.x1.data(), p(b + 6), p(b + 7), N, C);
+      gemm(false, false, N, Fl, C, T(1), a.ln2.data(), C, p(b + 8) + r * Fl, 4 * C, T(0), a.fc.data(), Fl);
+      add_bias(a.fc.data(), Fl, p(b + 9) + r * Fl, N, Fl);
+      gelu_forward(a.gel.data(), a.fc.data(), N * Fl);
+      gemm(false, false, N, C, Fl, T(1), a.gel.data(), Fl, p(b + 10) + r * Fl * C, C, T(0), a.fp.data(), C);
+      if (tp_.size > 1) tp_.allreduce_sum(a.fp.data(), N * C);
+      add_bias(a.fp.data(), C, p(b + 11), N, C);
+      residual_forward(a.x2.data(), a.x1.data(), a.fp.data(), N * C);
+      in = a.x2.data();
+    }
+    size_t f = 2 + 12 * s_.layers;
+    layernorm_forward(lnf_.data(), lnfm_.data(), lnfr_.data(), in, p(f), p(f + 1), N, C);
+    linear_forward(logits_.data(), lnf_.data(), p(f + 2), static_cast<const T*>(nullptr), N, C, V);
+    if (!targets) return 0;
+    return crossentropy_forward(probs_.data(), logits_.data(), targets, N, V);
+  }
+
+  // G = d(scale * sum of token losses)/dP, overwriting G (all n elements),
+  // after a forward with targets. With tensor parallelism the slices of other
+  // ranks are zero and this rank's slices are multiplied by tp.size.
+  void backward(const T* P, T* G, const int32_t* tok, const int32_t* targets, T scale) {
+    const size_t N = B_ * Tl_, C = s_.width, V = s_.vocab, Cl = Cl_, Fl = Fl_;
+    const size_t r = static_cast<size_t>(tp_.rank);
+    const T ts = static_cast<T>(tp_.size);  // the factor on this rank's slices
+    auto p = [&](size_t t) { return P + layout_[t].offset; };
+    auto g = [&](size_t t) { return G + layout_[t].offset; };
+    auto zero = [](std::vector<T>& v, size_t n) { std::fill(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), T(0)); };
+    std::fill(G, G + param_count(layout_), T(0));
+    crossentropy_backward(dlogits_.data(), probs_.data(), targets, N, V, scale);
+    size_t f = 2 + 12 * s_.layers;
+    const T* last = s_.layers ? acts_.back().x2.data() : x0_.data();
+    zero(dres_, N * C);
+    linear_backward(dln_.data(), g(f + 2), static_cast<T*>(nullptr), dlogits_.data(), lnf_.data(), p(f + 2), N, C, V, true);
+    layernorm_backward(dres_.data(), g(f), g(f + 1), dln_.data(), last, lnfm_.data(), lnfr_.data(), p(f), N, C);
+    for (size_t l = s_.layers; l-- > 0;) {
+      Acts& a = acts_[l];
+      size_t b = 2 + 12 * l;
+      const T* in = l ? acts_[l - 1].x2.data() : x0_.data();
+      // x2 = x1 + fp: the residual gradient dres flows to both unchanged.
+      // row-parallel mlp.proj: dgel = dres W^T (local), dW slice, full bias
+      gemm(false, true, N, Fl, C, T(1), dres_.data(), C, p(b + 10) + r * Fl * C, C, T(0), dgel_.data(), Fl);
+      gemm(true, false, Fl, C, N, ts, a.gel.data(), Fl, dres_.data(), C, T(1), g(b + 10) + r * Fl * C, C);
+      col_sum(g(b + 11), dres_.data(), C, N, C, T(1));
+      zero(dfc_, N * Fl);
+      gelu_backward(dfc_.data(), dgel_.data(), a.fc.data(), N * Fl);
+      // column-parallel mlp.fc: the input gradient is all-reduced
+      gemm(false, true, N, C, Fl, T(1), dfc_.data(), Fl, p(b + 8) + r * Fl, 4 * C, T(0), dln_.data(), C);
+      if (tp_.size > 1) tp_.allreduce_sum(dln_.data(), N * C);
+      gemm(true, false, C, Fl, N, ts, a.ln2.data(), C, dfc_.data(), Fl, T(1), g(b + 8) + r * Fl, 4 * C);
+      col_sum(g(b + 9) + r * Fl, dfc_.data(), Fl, N, Fl, ts);
+      layernorm_backward(dres_.data(), g(b + 6), g(b + 7), dln_.data(), a.x1.data(), a.ln2m.data(), a.ln2r.data(), p(b + 6), N, C);
+      // x1 = in + proj; row-parallel attn.proj
+      gemm(false, true, N, Cl, C, T(1), dres_.data(), C, p(b + 4) + r * Cl * C, C, T(0), datty_.data(), Cl);
+      gemm(true, false, Cl, C, N, ts, a.atty.data(), Cl, dres_.data(), C, T(1), g(b + 4) + r * Cl * C, C);
+      col_sum(g(b + 5), dres_.data(), C, N, C, T(1));
+      zero(dqkv_, N * 3 * Cl);
+      attention_backward(ring_, cfg_, dqkv_.data(), datty_.data(), a.q.data(), a.k.data(), a.v.data(),
+                         a.o.data(), a.lse.data(), dq_.data(), dk_.data(), dv_.data(), dO_.data(), B_, Tl_, Cl, Hl_);
+      // column-parallel qkv
+      for (size_t part = 0; part < 3; ++part) {
+        size_t col = part * C + r * Cl;
+        gemm(false, true, N, C, Cl, T(1), dqkv_.data() + part * Cl, 3 * Cl, p(b + 2) + col, 3 * C, part ? T(1) : T(0), dln_.data(), C);
+        gemm(true, false, C, Cl, N, ts, a.ln1.data(), C, dqkv_.data() + part * Cl, 3 * Cl, T(1), g(b + 2) + col, 3 * C);
+        col_sum(g(b + 3) + col, dqkv_.data() + part * Cl, 3 * Cl, N, Cl, ts);
+      }
+      if (tp_.size > 1) tp_.allreduce_sum(dln_.data(), N * C);
+      layernorm_backward(dres_.data(), g(b), g(b + 1), dln_.data(), in, a.ln1m.data(), a.ln1r.data(), p(b), N, C);
+    }
+    embedding_backward(g(0), g(1), dres_.data(), tok, pos_.data(), B_, Tl_, C);
+  }
+
+  // Logits of the last forward, (B*Tl, V).
+  const T* logits() const { return logits_.data(); }
+
+ private:
+  static void add_bias(T* out, size_t ldo, const T* bias, size_t N, size_t O) {
+    for (size_t n = 0; n < N; ++n) {
+      T* o = out + n * ldo;
+      for (size_t j = 0; j < O; ++j) o[j] += bias[j];
+    }
+  }
+  // db[j] += factor * sum_n d[n*ld + j]
+  static void col_sum(T* db, const T* d, size_t ld, size_t N, size_t O, T factor) {
+    for (size_t n = 0; n < N; ++n) {
+      const T* dr = d + n * ld;
+      for (size_t j = 0; j < O; ++j) db[j] += factor * dr[j];
+    }
+  }
+  struct Acts {
+    std::vector<T> ln1, ln1m, ln1r, qkv, q, k, v, o, lse, atty, proj, x1, ln2, ln2m, ln2r, fc, gel, fp, x2;
+  };
+  Shape s_;
+  tsr_ring ring_;
+  TensorParallel<T> tp_;
+  size_t Cl_ = 0, Hl_ = 0, Fl_ = 0;
+  tsr_attn_config cfg_;
+  std::vector<ParamTensor> layout_;
+  size_t B_ = 0, Tl_ = 0;
+  std::vector<int64_t> pos_;
+  std::vector<T> x0_;
+  std::vector<Acts> acts_;
+  std::vector<T> lnf_, lnfm_, lnfr_, logits_, probs_;
+  std::vector<T> dres_, dln_, dqkv_, datty_, dfc_, dgel_, dlogits_, dq_, dk_, dv_, dO_;
+};
+
+}  // namespace gpt
