@@ -253,7 +253,16 @@ def e2e(bench_dir, mpiexec, vendor, work, study):
     s2 = by.get(("gemm", "tessera 2D (SUMMA)", "2"))
     check(s2 is not None, "no 2D point at 2 ranks")
     grid = s2["grid"]
-    check(s2["bytes_per_rank"] != "" and float(s2["bytes_per_rank"]) > 0, "2D bytes at 2 ranks")
+    dims = [int(x) for x in grid.split()[1].split("x")]  # "2D 1x2x1"
+    pr, pc, n = dims[0], dims[1], 96
+    want_b = 8 * (n // pr * (n - n // pc) + n // pc * (n - n // pr))  # docs/GEMM.md, SUMMA
+    check(s2["bytes_per_rank"] == str(want_b), "2D bytes at 2 ranks: %s, formula %d" % (s2["bytes_per_rank"], want_b))
+    want_1d = 8 * (80 * 80) // 2  # 1D, weak 80^3 on 2 ranks: half the gathered operand
+    got_1d = by[("gemm-weak", "tessera 1D", "2")]["bytes_per_rank"]
+    check(got_1d == str(want_1d), "1D bytes at 2 ranks: %s, formula %d" % (got_1d, want_1d))
+    o2 = [r for r in rows if r["entry"] == "optimizer" and r["ranks"] == "2"]
+    for r in o2:  # data parallel: 2 (p-1)/p x 4 B/param all-reduced; sharded: the same plus the norm all-reduce
+        check(float(r["bytes_per_rank"]) >= 4 * 20000 * 2 * 1 / 2, "optimizer bytes %s" % r)
     check(by[("gemm", "tessera plan", "1")]["bytes_per_rank"] in ("0", ""), "1 rank moved bytes")
     check(float(by[("gemm", "tessera 2D (SUMMA)", "2")]["efficiency"]) > 0, "efficiency")
     check(float(by[("gemm", "tessera 2D (SUMMA)", "1")]["efficiency"]) == 1.0, "efficiency at the base")
