@@ -9,12 +9,17 @@
  * Uses only the public C API (tessera.h, gemm.h, energy.h).
  *
  *   mpiexec -n 8 bench_energy_gemm [--m M] [--n N] [--k K] [--reps R]
- *       [--ranks-per-node P] [--profile FILE] [--out PREFIX] [--full]
+ *       [--ranks-per-node P] [--profile FILE] [--out PREFIX] [--full] [--csv FILE]
  *
  * --ranks-per-node simulates nodes of P ranks (default: detect them), so
  * that one machine shows how each algorithm splits its traffic between
  * intra-node and inter-node links. --out writes PREFIX.json, PREFIX.csv and
  * PREFIX.txt (the full table). --full prints the full table on stdout too.
+ * --csv appends the summary table, one row per algorithm and per call
+ * (header first when the file is empty): ranks,nodes,m,n,k,reps,algo,grid,
+ * self_bytes,intra_bytes,inter_bytes (summed over ranks),
+ * busiest_recv_bytes,lower_bound_bytes,comm_joules,comm_joules_low,
+ * comm_joules_high,compute_joules,time_s (slowest rank),energy_source.
  * Exit status: 0, 1 on a tessera error (the message is printed), 2 on bad
  * arguments.
  */
@@ -80,6 +85,7 @@ int main(int argc, char** argv) {
   long long m = 2048, n = 2048, k = 2048, reps = 3, rpn = 0;
   const char* profile_path = NULL;
   const char* out = NULL;
+  const char* csv_path = NULL;
   int full = 0, bad = 0;
   for (int i = 1; i < argc && !bad; ++i) {
     const char* a = argv[i];
@@ -92,13 +98,15 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "--profile") && more) profile_path = argv[++i];
     else if (!strcmp(a, "--out") && more) out = argv[++i];
     else if (!strcmp(a, "--full")) full = 1;
+    else if (!strcmp(a, "--csv") && more) csv_path = argv[++i];
     else bad = 1;
   }
   if (bad) {
     if (rank == 0)
       fprintf(stderr,
               "usage: bench_energy_gemm [--m M] [--n N] [--k K] [--reps R] [--ranks-per-node P]\n"
-              "                         [--profile FILE] [--out PREFIX] [--full]  (positive integers)\n");
+              "                         [--profile FILE] [--out PREFIX] [--full] [--csv FILE]\n"
+              "                         (M, N, K, R, P: positive integers)\n");
     MPI_Finalize();
     return 2;
   }
@@ -218,6 +226,18 @@ int main(int argc, char** argv) {
            "# busiest rank's received bytes against the lower bound; time of the slowest rank\n");
     printf("%-7s %-9s %13s %13s %13s %11s %23s %12s %9s %10s\n", "algo", "grid", "self B", "intra B",
            "inter B", "comm J", "range J", "compute J", "recv/LB", "time s");
+    FILE* csv = NULL;
+    if (csv_path) {
+      csv = fopen(csv_path, "a");
+      if (!csv) {
+        fprintf(stderr, "bench_energy_gemm: cannot write %s\n", csv_path);
+        failed_rc = 1;
+      } else if (ftell(csv) == 0) {
+        fprintf(csv, "ranks,nodes,m,n,k,reps,algo,grid,self_bytes,intra_bytes,inter_bytes,busiest_recv_bytes,"
+                     "lower_bound_bytes,comm_joules,comm_joules_low,comm_joules_high,compute_joules,time_s,"
+                     "energy_source\n");
+      }
+    }
     for (int a = 0; a < NVAR; ++a) {
       if (!planned[a]) continue;
       const char* region = names[a];
@@ -245,7 +265,14 @@ int main(int argc, char** argv) {
              (double)sum.moved_bytes[TSR_LEVEL_SELF] / r, (double)sum.moved_bytes[TSR_LEVEL_INTRA_NODE] / r,
              (double)sum.moved_bytes[TSR_LEVEL_INTER_NODE] / r, comm / r, range, sum.flop_joules / r,
              plans[a].lower_bound_bytes > 0 ? recv / plans[a].lower_bound_bytes : 0.0, mx.seconds / r);
+      if (csv)
+        fprintf(csv, "%d,%d,%lld,%lld,%lld,%lld,%s,%s,%.0f,%.0f,%.0f,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g,%.6f,%s\n", size,
+                nnodes, m, n, k, reps, region, grid, (double)sum.moved_bytes[TSR_LEVEL_SELF] / r,
+                (double)sum.moved_bytes[TSR_LEVEL_INTRA_NODE] / r, (double)sum.moved_bytes[TSR_LEVEL_INTER_NODE] / r,
+                recv, plans[a].lower_bound_bytes, comm / r, lo / r, hi / r, sum.flop_joules / r, mx.seconds / r,
+                source);
     }
+    if (csv) fclose(csv);
     if (full) {
       size_t need = 0;
       tsr_energy_report_format(rep, TSR_OUTPUT_TABLE, NULL, 0, &need);

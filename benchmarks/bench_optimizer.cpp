@@ -5,8 +5,12 @@
 //
 //   bench_optimizer [--sizes 1e6,1e7,1e8] [--threads 1,2] [--reps 15]
 //       kernels: one rank (run it alone, or under mpiexec -n 1)
-//   mpiexec -n P bench_optimizer --dist [--sizes 1e7] [--reps 5]
-//       distributed: P ranks, data parallel vs sharded
+//   mpiexec -n P bench_optimizer --dist [--sizes 1e7] [--reps 5] [--csv FILE]
+//       distributed: P ranks, data parallel vs sharded; --csv appends one
+//       row per size and mode (header first when the file is empty):
+//       ranks,n,groups,mode,time_median_s,time_min_s,time_max_s,
+//       wire_sent_bytes,wire_recv_bytes,messages,norm_allreduces,state_bytes
+//       (per rank and step, max over ranks; the table's figures)
 //
 // Kernel mode, per parameter count n and thread count:
 //  - copy bandwidth: memcpy and a plain copy loop over a source and a
@@ -322,11 +326,22 @@ void kernel_mode(const std::vector<double>& sizes, const std::vector<double>& th
 }
 
 // ------------------------------------------------------------ distributed
-void dist_mode(const std::vector<double>& sizes, int reps) {
+void dist_mode(const std::vector<double>& sizes, int reps, const std::string& csv_path) {
   int rank = 0, p = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   tessera::context ctx(MPI_COMM_WORLD);
+  FILE* csv = nullptr;
+  if (rank == 0 && !csv_path.empty()) {
+    csv = std::fopen(csv_path.c_str(), "a");
+    if (!csv) {
+      std::fprintf(stderr, "bench_optimizer: cannot write %s\n", csv_path.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (std::ftell(csv) == 0)
+      std::fprintf(csv, "ranks,n,groups,mode,time_median_s,time_min_s,time_max_s,wire_sent_bytes,wire_recv_bytes,"
+                        "messages,norm_allreduces,state_bytes\n");
+  }
   if (rank == 0)
     std::printf("bench_optimizer --dist: %d ranks, per rank and step (max over ranks; times: median of %d steps)\n", p,
                 reps);
@@ -378,9 +393,16 @@ void dist_mode(const std::vector<double>& sizes, int reps) {
         std::printf("%-24s %10.3f %14.0f %14.0f %10.1f %9.0f %14llu\n", m.name, median(times) * 1e3,
                     static_cast<double>(mxv[0]) / R, static_cast<double>(mxv[1]) / R, static_cast<double>(mxv[2]) / R,
                     opt.query(TSR_OPTQ_NORM_ALLREDUCES), static_cast<unsigned long long>(mxv[3]));
+      if (csv)
+        std::fprintf(csv, "%d,%zu,%zu,\"%s\",%.6f,%.6f,%.6f,%.0f,%.0f,%.1f,%.0f,%llu\n", p, n, sz.size(), m.name,
+                     median(times), *std::min_element(times.begin(), times.end()),
+                     *std::max_element(times.begin(), times.end()), static_cast<double>(mxv[0]) / R,
+                     static_cast<double>(mxv[1]) / R, static_cast<double>(mxv[2]) / R,
+                     opt.query(TSR_OPTQ_NORM_ALLREDUCES), static_cast<unsigned long long>(mxv[3]));
       std::fflush(stdout);
     }
   }
+  if (csv) std::fclose(csv);
 }
 
 }  // namespace
@@ -391,21 +413,24 @@ int main(int argc, char** argv) {
   bool dist = false;
   std::vector<double> sizes, threads{1};
   int reps = 15;
+  std::string csv;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--dist") dist = true;
     else if (a == "--sizes" && i + 1 < argc) sizes = parse_list(argv[++i]);
     else if (a == "--threads" && i + 1 < argc) threads = parse_list(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--dist] [--sizes n,n,...] [--threads t,t,...] [--reps r]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--dist] [--sizes n,n,...] [--threads t,t,...] [--reps r] [--csv FILE]\n",
+                   argv[0]);
       MPI_Finalize();
       return 2;
     }
   }
   if (sizes.empty()) sizes = dist ? std::vector<double>{1e7} : std::vector<double>{1e6, 1e7, 1e8};
   try {
-    if (dist) dist_mode(sizes, reps);
+    if (dist) dist_mode(sizes, reps, csv);
     else kernel_mode(sizes, threads, reps);
   } catch (const tessera::error& e) {
     std::fprintf(stderr, "%s\n", e.what());

@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""Tests of tessera-study (benchmarks/study/tessera-study).
+
+  test_study.py parser DRIVER
+      the study-file parser: every shipped study is valid; unknown keys, bad
+      values and broken JSON give exit status 2 and a message with the file,
+      the line and the key path; weak-scaling sizes; --dry-run commands.
+  test_study.py e2e DRIVER BENCH_DIR MPIEXEC VENDOR WORKDIR STUDY
+      runs STUDY (tiny.json: every bench at 1 and 2 ranks) with the build's
+      programs, checks every output file exists and holds every measured point,
+      then interrupts-and-resumes: a launch removed from the state file is the
+      only one run again.
+  test_study.py report DRIVER STORED_DIR WORKDIR
+      the plotting step on a stored result (tests/study/stored): PNG files and
+      pages; exit status 77 (skipped) without matplotlib.
+"""
+import csv
+import importlib.machinery
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+DRIVER = None
+
+
+def load_driver(path):
+    loader = importlib.machinery.SourceFileLoader("tessera_study", path)
+    spec = importlib.util.spec_from_loader("tessera_study", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def run(args, **kw):
+    return subprocess.run([sys.executable, DRIVER] + args, capture_output=True, text=True, **kw)
+
+
+# ------------------------------------------------------------------ parser
+class Parser(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.m = load_driver(DRIVER)
+
+    def err(self, text):
+        with self.assertRaises(self.m.StudyError) as cm:
+            self.m.parse_study(text, "s.json")
+        return str(cm.exception)
+
+    def test_shipped_studies_valid(self):
+        d = os.path.join(os.path.dirname(os.path.realpath(DRIVER)), "studies")
+        names = sorted(f[:-5] for f in os.listdir(d) if f.endswith(".json"))
+        for required in ("quick", "gemm", "attention", "optimizer"):
+            self.assertIn(required, names)
+        for n in names:
+            with open(os.path.join(d, n + ".json")) as f:
+                st = self.m.parse_study(f.read(), n)
+            self.assertEqual(st["name"], n)
+            self.assertTrue(self.m.plan_runs(st))
+
+    def test_defaults_and_normalisation(self):
+        st = self.m.parse_study('{"name": "a", "ranks": [1, 2], "entries": [\n'
+                                '{"name": "g", "bench": "gemm", "sizes": [64, {"m": 8, "n": 16, "k": 32}]}]}')
+        e = st["entries"][0]
+        self.assertEqual(st["repeat"], 3)
+        self.assertEqual(e["scaling"], "strong")
+        self.assertEqual(e["ranks"], [1, 2])
+        self.assertEqual(e["sizes"], [{"m": 64, "n": 64, "k": 64}, {"m": 8, "n": 16, "k": 32}])
+        self.assertEqual(e["algos"], self.m.BENCHES["gemm"]["default_algos"])
+        # 2 sizes x 3 repeats x 2 rank counts, repetitions alternating over ranks
+        runs = self.m.plan_runs(st)
+        self.assertEqual(len(runs), 12)
+        self.assertEqual([(r["ranks"], r["rep"]) for r in runs[:4]], [(1, 0), (2, 0), (1, 1), (2, 1)])
+
+    def test_unknown_top_key_with_line(self):
+        msg = self.err('{"name": "a",\n "ranks": [1],\n "entires": [],\n "entries": []}')
+        self.assertIn("s.json:3: entires: unknown key 'entires'", msg)
+
+    def test_unknown_entry_key(self):
+        msg = self.err('{"name": "a", "ranks": [1], "entries": [\n {"name": "g", "bench": "gemm",\n'
+                       '  "sizes": [64], "size": 3}]}')
+        self.assertIn("s.json:3: entries[0].size: unknown key 'size'", msg)
+
+    def test_unknown_option(self):
+        msg = self.err('{"name": "a", "ranks": [1], "entries": [{"name": "g", "bench": "gemm",\n'
+                       '  "sizes": [64],\n  "options": {"causal": true}}]}')
+        self.assertIn("s.json:3: entries[0].options.causal: unknown option 'causal' for bench gemm", msg)
+
+    def test_bad_values(self):
+        cases = [
+            ('{"name": "a", "ranks": [1, 0], "entries": [{"name": "g", "bench": "gemm", "sizes": [8]}]}',
+             "s.json:1: ranks[1]: 0 is out of range"),
+            ('{"name": "a", "ranks": [1],\n"entries": [{"name": "g", "bench": "gem", "sizes": [8]}]}',
+             's.json:2: entries[0].bench: "gem" is not one of: attention, energy-gemm, gemm, optimizer'),
+            ('{"name": "a", "ranks": [1], "entries": [{"name": "g", "bench": "gemm",\n "sizes": [8],\n'
+             ' "algos": ["plan", "2e"]}]}', 's.json:3: entries[0].algos[1]: "2e" is not one of'),
+            ('{"name": "a", "ranks": [1], "entries": [{"name": "g", "bench": "gemm",\n "sizes": ["big"]}]}',
+             "s.json:2: entries[0].sizes[0]: expected N (square)"),
+            ('{"name": "a", "ranks": [1], "entries": [{"name": "g", "bench": "gemm",\n'
+             ' "sizes": [{"m": 8, "n": 8}]}]}', "s.json:2: entries[0].sizes[0]: missing required key 'k'"),
+            ('{"name": "a", "ranks": [1], "entries": [{"name": "g", "bench": "attention", "sizes": [8],\n'
+             ' "options": {"causal": 1}}]}', "s.json:2: entries[0].options.causal: expected true or false"),
+            ('{"name": "a", "ranks": [1], "repeat": 0, "entries": [{"name": "g", "bench": "gemm", "sizes": [8]}]}',
+             "s.json:1: repeat: 0 is out of range [1, 1000]"),
+            ('{"name": "a", "ranks": [1], "repeat": 2.5, "entries": []}', "repeat: expected an integer"),
+            ('{"name": "a b", "ranks": [1], "entries": [{"name": "g", "bench": "gemm", "sizes": [8]}]}',
+             "s.json:1: name: 'a b' is not a valid name"),
+            ('{"name": "a", "ranks": [1], "entries": [{"name": "g", "bench": "gemm", "sizes": [8]},\n'
+             '{"name": "g", "bench": "gemm", "sizes": [8]}]}', "s.json:2: entries[1].name: entry name 'g' is used twice"),
+            ('{"name": "a", "entries": [{"name": "g", "bench": "gemm", "sizes": [8]}]}',
+             "entries[0]: no 'ranks' here and none at the top level"),
+            ('{"name": "a", "ranks": [1]}', "missing required key 'entries'"),
+            ('{"name": "a", "ranks": [1], "entries": [{"name": "g", "bench": "optimizer", "sizes": [8],\n'
+             ' "scaling": "weakish"}]}', 's.json:2: entries[0].scaling: "weakish" is not one of: strong, weak'),
+            ('{"name": "a", "ranks": [1], "entries": [{"name": "g", "bench": "optimizer", "sizes": [8],\n'
+             ' "algos": ["sharded LAMB", "sharded ADAM"]}]}', 's.json:2: entries[0].algos[1]: "sharded ADAM"'),
+        ]
+        for text, want in cases:
+            with self.subTest(want=want):
+                self.assertIn(want, self.err(text))
+
+    def test_broken_json(self):
+        msg = self.err('{"name": "a",\n "ranks": [1,],\n "entries": []}')
+        self.assertIn("s.json:2:", msg)
+        self.assertIn("not valid JSON", msg)
+
+    def test_weak_sizes(self):
+        st = self.m.parse_study('{"name": "a", "ranks": [1, 8], "entries": [\n'
+                                '{"name": "g", "bench": "gemm", "scaling": "weak", "sizes": [512]},\n'
+                                '{"name": "t", "bench": "attention", "scaling": "weak", "sizes": [1000]},\n'
+                                '{"name": "o", "bench": "optimizer", "scaling": "weak", "sizes": [1000]}]}')
+        g, t, o = st["entries"]
+        self.assertEqual(self.m.size_at(g, g["sizes"][0], 8), {"m": 1024, "n": 1024, "k": 1024})
+        self.assertEqual(self.m.size_at(t, 1000, 4), 2000)
+        self.assertEqual(self.m.size_at(t, 1000, 8) % 16, 0)
+        self.assertEqual(self.m.size_at(o, 1000, 8), 8000)
+        self.assertEqual(self.m.size_at(g, g["sizes"][0], 1), {"m": 512, "n": 512, "k": 512})
+
+    def test_cli_errors_exit_2(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "bad.json")
+            with open(p, "w") as f:
+                f.write('{"name": "a",\n "ranks": [1],\n "entries": [{"name": "g", "bench": "gemm", "sizes": [8],\n'
+                        ' "reps": -1}]}')
+            r = run(["check", p])
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("bad.json:4: entries[0].reps: -1 is out of range", r.stderr)
+            r = run(["run", p, "--dry-run"])
+            self.assertEqual(r.returncode, 2)
+            r = run(["run", "no-such-study"])
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("no study file or named study 'no-such-study'", r.stderr)
+            r = run(["run", "quick", "--ranks", "1,x"])
+            self.assertEqual(r.returncode, 2)
+
+    def test_dry_run_prints_every_command(self):
+        r = run(["run", "quick", "--dry-run", "--mpiexec", "/usr/bin/mpiexec.openmpi", "--mpi", "openmpi",
+                 "--launcher", "mpiexec", "--bench-dir", "/opt/x"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [ln for ln in r.stdout.splitlines() if not ln.startswith("#")]
+        m = self.m
+        with open(os.path.join(os.path.dirname(os.path.realpath(DRIVER)), "studies", "quick.json")) as f:
+            n = len(m.plan_runs(m.parse_study(f.read())))
+        self.assertEqual(len(lines), n)
+        self.assertTrue(all(ln.startswith("/usr/bin/mpiexec.openmpi -n ") for ln in lines))
+        self.assertTrue(any("/opt/x/bench_gemm" in ln and "--json" in ln for ln in lines))
+        self.assertTrue(any("/opt/x/bench_optimizer --dist" in ln for ln in lines))
+        # srun inside Slurm: the same programs under srun -n P
+        r = run(["run", "quick", "--dry-run", "--launcher", "srun", "--bench-dir", "/opt/x"])
+        lines = [ln for ln in r.stdout.splitlines() if not ln.startswith("#")]
+        self.assertTrue(lines and all(ln.startswith("srun -n ") for ln in lines))
+
+
+# --------------------------------------------------------------------- e2e
+def check(cond, msg):
+    if not cond:
+        print("FAILED: " + msg)
+        sys.exit(1)
+
+
+def e2e(bench_dir, mpiexec, vendor, work, study):
+    m = load_driver(DRIVER)
+    with open(study) as f:
+        st = m.parse_study(f.read(), study)
+    runs = m.plan_runs(st)
+    shutil.rmtree(work, ignore_errors=True)
+    out = os.path.join(work, "out")
+    base = ["run", study, "--out", out, "--bench-dir", bench_dir, "--mpiexec", mpiexec, "--mpi", vendor,
+            "--launcher", "mpiexec", "--oversubscribe"]
+    r = run(base)
+    print(r.stdout)
+    print(r.stderr[-4000:])
+    check(r.returncode == 0, "the tiny study failed (exit status %d)" % r.returncode)
+    for fn in ("results.csv", "results.json", "launches.jsonl", "study.json", "index.md", "index.html"):
+        check(os.path.isfile(os.path.join(out, fn)), "missing output file " + fn)
+    check("headline" in r.stdout and "results:" in r.stdout, "no headline table printed")
+    # every launch: its log and the program's machine-readable output
+    for run_ in runs:
+        ext = "json" if run_["bench"] == "gemm" else "csv"
+        for suffix in (ext, "log"):
+            p = os.path.join(out, "raw", run_["id"] + "." + suffix)
+            check(os.path.isfile(p) and os.path.getsize(p) > 0, "missing or empty " + p)
+    with open(os.path.join(out, "results.csv")) as f:
+        rows = list(csv.DictReader(f))
+    with open(os.path.join(out, "results.json")) as f:
+        doc = json.load(f)
+    check(len(doc["launches"]) == len(runs), "results.json holds %d launches, expected %d" %
+          (len(doc["launches"]), len(runs)))
+    check(all(ln["status"] == "ok" for ln in doc["launches"]), "a launch failed")
+    for k in ("machine", "mpi", "tessera", "study", "driver_command", "headline"):
+        check(k in doc, "results.json lacks " + k)
+    check(doc["mpi"]["vendor"] == vendor, "MPI vendor %s, expected %s" % (doc["mpi"]["vendor"], vendor))
+    check(doc["mpi"]["version"] and doc["mpi"]["version"] != "unknown", "no MPI version")
+    check(doc["tessera"]["version"], "no tessera version")
+    check(len(rows) == len(doc["points"]), "CSV and JSON disagree on the points")
+    # the expected points: every entry x size x variant x rank count
+    want = set()
+    for e in st["entries"]:
+        variants = {"gemm": lambda e: {"plan": "tessera plan", "2d": "tessera 2D (SUMMA)", "1d": "tessera 1D",
+                                       "pdgemm": "ScaLAPACK pdgemm"},
+                    }
+        for p in e["ranks"]:
+            if e["bench"] == "gemm":
+                names = [variants["gemm"](e)[a] for a in e["algos"]]
+            elif e["bench"] == "attention":
+                names = ["%s/%s" % (a, d) for a in e["algos"] for d in ("fwd", "bwd")]
+            elif e["bench"] == "energy-gemm":
+                names = ["1D", "2D", "3D"]  # 2.5D and the cube need more ranks
+            else:
+                names = e["algos"]
+            for n in names:
+                want.add((e["name"], n, str(p)))
+    have = {(r["entry"], r["variant"], r["ranks"]) for r in rows}
+    missing = want - have
+    if "ScaLAPACK pdgemm" not in {r["variant"] for r in rows}:
+        missing = {w for w in missing if w[1] != "ScaLAPACK pdgemm"}  # built without ScaLAPACK
+    check(not missing, "points missing from results.csv: %s" % sorted(missing))
+    by = {(r["entry"], r["variant"], r["ranks"]): r for r in rows}
+    for r in rows:
+        check(float(r["time_median_s"]) > 0, "time of %s" % r)
+        check(float(r["time_min_s"]) <= float(r["time_median_s"]) <= float(r["time_max_s"]), "spread of %s" % r)
+        check(r["command"].startswith(mpiexec), "command of %s" % r)
+    g = [r for r in rows if r["entry"] == "gemm"]
+    check(all(r["repeats"] == "2" for r in g), "gemm points are not over 2 launches")
+    check(all(float(r["gflops"]) > 0 for r in g), "gemm GFLOP/s")
+    # exact bytes: SUMMA on 1x2 for 96^3 doubles: the busiest rank receives
+    # half of A's columns... the ledger's count against the formula of
+    # docs/GEMM.md: received = 8 (m k (pc-1)/(pr pc) + k n (pr-1)/(pr pc)).
+    s2 = by.get(("gemm", "tessera 2D (SUMMA)", "2"))
+    check(s2 is not None, "no 2D point at 2 ranks")
+    grid = s2["grid"]
+    dims = [int(x) for x in grid.split()[1].split("x")]  # "2D 1x2x1"
+    pr, pc, n = dims[0], dims[1], 96
+    want_b = 8 * (n // pr * (n - n // pc) + n // pc * (n - n // pr))  # docs/GEMM.md, SUMMA
+    check(s2["bytes_per_rank"] == str(want_b), "2D bytes at 2 ranks: %s, formula %d" % (s2["bytes_per_rank"], want_b))
+    want_1d = 8 * (80 * 80) // 2  # 1D, weak 80^3 on 2 ranks: half the gathered operand
+    got_1d = by[("gemm-weak", "tessera 1D", "2")]["bytes_per_rank"]
+    check(got_1d == str(want_1d), "1D bytes at 2 ranks: %s, formula %d" % (got_1d, want_1d))
+    o2 = [r for r in rows if r["entry"] == "optimizer" and r["ranks"] == "2"]
+    for r in o2:  # data parallel: 2 (p-1)/p x 4 B/param all-reduced; sharded: the same plus the norm all-reduce
+        check(float(r["bytes_per_rank"]) >= 4 * 20000 * 2 * 1 / 2, "optimizer bytes %s" % r)
+    check(by[("gemm", "tessera plan", "1")]["bytes_per_rank"] in ("0", ""), "1 rank moved bytes")
+    check(float(by[("gemm", "tessera 2D (SUMMA)", "2")]["efficiency"]) > 0, "efficiency")
+    check(float(by[("gemm", "tessera 2D (SUMMA)", "1")]["efficiency"]) == 1.0, "efficiency at the base")
+    # weak scaling grew the problem: 64 at 1 rank, 80 (64 * 2^(1/3) = 80.6 -> 80) at 2
+    check(by[("gemm-weak", "tessera 1D", "1")]["size"] == "64" and by[("gemm-weak", "tessera 1D", "2")]["size"] == "80",
+          "weak-scaling sizes %s" % [r["size"] for r in rows if r["entry"] == "gemm-weak"])
+    en = [r for r in rows if r["entry"] == "energy"]
+    check(en and all(r["comm_joules"] != "" and r["inter_bytes_per_rank"] != "" for r in en), "energy points")
+    check(all(float(r["inter_bytes_per_rank"]) > 0 for r in en), "2 ranks on 2 simulated nodes: inter-node bytes")
+    opt = [r for r in rows if r["entry"] == "optimizer" and r["ranks"] == "2"]
+    check(len(opt) == 2 and all(float(r["bytes_per_rank"]) > 0 for r in opt), "optimizer bytes at 2 ranks")
+    print("e2e: %d launches, %d points, grid of 2D at 2 ranks %s" % (len(runs), len(rows), grid))
+
+    # Resume: everything done -> nothing runs again.
+    r = run(base + ["--no-report"])
+    check(r.returncode == 0, "second run failed")
+    check("%d of %d launches already done" % (len(runs), len(runs)) in r.stderr, "resume message: " + r.stderr)
+    # Interrupted: drop the last two launches (the second cut in half).
+    state = os.path.join(out, "launches.jsonl")
+    with open(state) as f:
+        lines = f.readlines()
+    with open(state, "w") as f:
+        f.writelines(lines[:-2])
+        f.write(lines[-2][: len(lines[-2]) // 2])
+    r = run(base + ["--no-report"])
+    check(r.returncode == 0, "resumed run failed: " + r.stderr[-2000:])
+    check("%d of %d launches already done" % (len(runs) - 2, len(runs)) in r.stderr, "resume count: " + r.stderr)
+    recs = []
+    with open(state) as f:
+        for ln in f:
+            try:
+                recs.append(json.loads(ln))
+            except ValueError:
+                pass  # the record cut in half
+    ids = [x["id"] for x in recs if x.get("status") == "ok"]
+    check(sorted(set(ids)) == sorted(x["id"] for x in runs), "after resume not every launch is done once")
+    with open(os.path.join(out, "results.csv")) as f:
+        check(len(list(csv.DictReader(f))) == len(rows), "the resumed study has a different number of points")
+    # A different study in the same directory is refused.
+    other = os.path.join(work, "other.json")
+    with open(other, "w") as f:
+        f.write('{"name": "tiny", "ranks": [1], "entries": [{"name": "x", "bench": "optimizer", "sizes": [100]}]}')
+    r = run(["run", other, "--out", out, "--bench-dir", bench_dir, "--dry-run"])
+    check(r.returncode == 0, "dry run")
+    r = run(["run", other, "--out", out, "--bench-dir", bench_dir, "--mpiexec", mpiexec, "--mpi", vendor])
+    check(r.returncode == 2 and "different study" in r.stderr, "a different study in the same --out: " + r.stderr)
+    print("e2e: resume and refusal ok")
+    return 0
+
+
+# ------------------------------------------------------------------ report
+def report(stored, work):
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("SKIPPED: matplotlib is not installed (Debian: apt-get install python3-matplotlib)")
+        return 77
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(stored, work)
+    r = subprocess.run([sys.executable, DRIVER, "report", work], capture_output=True, text=True,
+                       env=dict(os.environ, TSR_STUDY_NO_REEXEC="1"))
+    print(r.stdout, r.stderr)
+    check(r.returncode == 0, "report failed")
+    with open(os.path.join(work, "results.json")) as f:
+        doc = json.load(f)
+    entries = {p["entry"] for p in doc["points"]}
+    pngs = sorted(os.listdir(os.path.join(work, "plots")))
+    for e in entries:
+        check("%s-time.png" % e in pngs, "no time plot of " + e)
+    for kind in ("gflops", "efficiency"):
+        check(any(p.endswith("-%s.png" % kind) for p in pngs), "no %s plot" % kind)
+    check(any("-bytes-p" in p for p in pngs), "no bytes-by-level plot")
+    check(any(p.endswith("-joules.png") for p in pngs), "no joules plot")
+    for p in pngs:
+        with open(os.path.join(work, "plots", p), "rb") as f:
+            check(f.read(8) == b"\x89PNG\r\n\x1a\n", p + " is not a PNG")
+    html = open(os.path.join(work, "index.html")).read()
+    md = open(os.path.join(work, "index.md")).read()
+    for p in pngs:
+        check("plots/" + p in html and "plots/" + p in md, p + " not embedded")
+    for pt in doc["headline"]:
+        check(pt["variant"] in md, "headline row %s missing from index.md" % pt["variant"])
+    print("report: %d plots" % len(pngs))
+    return 0
+
+
+if __name__ == "__main__":
+    mode, DRIVER = sys.argv[1], sys.argv[2]
+    if mode == "parser":
+        sys.argv = [sys.argv[0]] + sys.argv[3:]
+        unittest.main(verbosity=2)
+    elif mode == "e2e":
+        sys.exit(e2e(*sys.argv[3:8]))
+    elif mode == "report":
+        sys.exit(report(*sys.argv[3:5]))
+    else:
+        sys.exit("unknown mode " + mode)
