@@ -10,7 +10,9 @@
 // row-major (K, O) in the parameter array = W^T column-major) is
 //   forward   Y^T  = W^T X^T        (A = W^T, B = X^T, C = Y^T)
 //   input     dX^T = W dY^T         (A = W^T stored, op T)
-//   weight    dW^T = dY^T X         (B = X^T stored, op T)
+//   weight    dW^T = dY^T X         (B = X^T stored, op T; 2D: dW = X^T dY by
+//                                    the three-phase engine; 2.5D: after a
+//                                    redistribution, see make_lin)
 // The tokens of every activation are split by grid dimension i (whole
 // sequences per rank); the features by j (SUMMA) or alternately by k and j
 // (3D: the residual stream by k, the attention and MLP interiors by j, as
@@ -260,7 +262,7 @@ class GridModel {
     size_t K = 0, O = 0;
     bool perm = false;  // QKV: output features in head-block order
     tsr_matrix Wf = nullptr, Wb = nullptr, X = nullptr, Y = nullptr, R = nullptr, dW = nullptr;
-    int redist = 0;  // 0 none (3D), 1: X^T redistributed for dW, 2: dY^T
+    int redist = 0;  // 0 none (3D), 1: X^T redistributed for dW, 2: dY^T, 3: 2D, dW by three-phase
     size_t redist_size = 0;
     ActLayout xl, yl;
     std::vector<uint32_t> wf_idx, wb_idx, dw_idx;  // local element -> index in the (K, O) tensor
@@ -305,7 +307,7 @@ class GridModel {
   }
   // Local block of a K x O weight matrix described as W^T (O x K): the index
   // of each local element (column-major) in the row-major (K, O) tensor.
-  std::vector<uint32_t> weight_index(tsr_matrix W, const Lin& L) const {
+  std::vector<uint32_t> weight_index(tsr_matrix W, const Lin& L, bool kxo = false) const {
     int64_t r = 0, c = 0, ld = 0;
     ok(tsr_matrix_local_size(W, &r, &c, &ld), "tsr_matrix_local_size");
     std::vector<uint32_t> idx(static_cast<size_t>(r * c));
@@ -315,9 +317,10 @@ class GridModel {
     for (int64_t j = 0; j < c; ++j) ok(tsr_matrix_global_index(W, 0, j, &t, &gc[static_cast<size_t>(j)]), "global_index");
     for (int64_t j = 0; j < c; ++j)
       for (int64_t i = 0; i < r; ++i) {
-        size_t o = static_cast<size_t>(gr[static_cast<size_t>(i)]);
+        size_t o = static_cast<size_t>(kxo ? gc[static_cast<size_t>(j)] : gr[static_cast<size_t>(i)]);
+        size_t kk = static_cast<size_t>(kxo ? gr[static_cast<size_t>(i)] : gc[static_cast<size_t>(j)]);
         if (L.perm) o = qkv_canon(o);
-        idx[static_cast<size_t>(i + j * r)] = static_cast<uint32_t>(static_cast<size_t>(gc[static_cast<size_t>(j)]) * L.O + o);
+        idx[static_cast<size_t>(i + j * r)] = static_cast<uint32_t>(kk * L.O + o);
       }
     return idx;
   }
@@ -350,15 +353,35 @@ class GridModel {
       for (tsr_matrix* m : {&dY, &dX, &dY2, &X2}) tsr_matrix_destroy(m);
       if (!chain) throw GridError("internal: the 3D backward layouts differ from the forward ones");
       L.dW = mat(o, k, dw[2]);
+    } else if (mode_ == TpMode::TWO_D) {
+      // SUMMA forward and input gradient; the weight gradient dW = X^T dY
+      // (K x O) by the three-phase engine on the same q x q grid, with the
+      // operands as they are: all-gather of dY^T along j, local GEMM,
+      // reduce-scatter of dW along i (the tokens): Optimus's volume, no
+      // redistribution.
+      const int J = TSR_DIM_J, I = TSR_DIM_I, D = TSR_DIM_K;
+      auto fw = layouts(TSR_NOTRANS, TSR_NOTRANS, J, I, D);
+      auto dx = layouts(TSR_TRANS, TSR_NOTRANS, J, I, D);
+      L.Wf = mat(o, k, fw[0]), L.X = mat(k, n, fw[1]), L.Y = mat(o, n, fw[2]);
+      L.Wb = mat(o, k, dx[0]);
+      tsr_matrix dY = mat(o, n, dx[1]), dX = mat(k, n, dx[2]);
+      bool chain = same(dY, L.Y) && same(dX, L.X);
+      for (tsr_matrix* m : {&dY, &dX}) tsr_matrix_destroy(m);
+      if (!chain) throw GridError("internal: the SUMMA backward layouts differ from the forward ones");
+      L.redist = 3;
+      tsr_layout dwl = TSR_LAYOUT(TSR_DIM_J, TSR_DIM_I, TSR_DIM_NONE);
+      L.dW = mat(k, o, dwl);
     } else {
       const int J = TSR_DIM_J, I = TSR_DIM_I, D = TSR_DIM_K;
       auto fw = layouts(TSR_NOTRANS, TSR_NOTRANS, J, I, D);
       auto dx = layouts(TSR_TRANS, TSR_NOTRANS, J, I, D);
       L.Wf = mat(o, k, fw[0]), L.X = mat(k, n, fw[1]), L.Y = mat(o, n, fw[2]);
       L.Wb = mat(o, k, dx[0]);
-      // dW^T = dY^T X: SUMMA takes A's rows and B's op-T columns on the
-      // same grid dimension, which the tokens of dY^T and X^T are not:
-      // redistribute the smaller of the two to the transposed grid layout.
+      // 2.5D. dW^T = dY^T X: SUMMA takes A's rows and B's op-T columns on
+      // the same grid dimension, which the tokens of dY^T and X^T are not,
+      // and the three-phase engine takes no k split over two dimensions (i
+      // and k here): redistribute the smaller of the two to the transposed
+      // grid layout.
       L.redist = K <= O ? 1 : 2;
       auto dw = L.redist == 1 ? layouts(TSR_NOTRANS, TSR_TRANS, J, I, D) : layouts(TSR_NOTRANS, TSR_TRANS, I, J, D);
       L.R = L.redist == 1 ? mat(k, n, dw[1]) : mat(o, n, dw[0]);
@@ -374,7 +397,7 @@ class GridModel {
     }
     L.wf_idx = weight_index(L.Wf, L);
     L.wb_idx = weight_index(L.Wb, L);
-    L.dw_idx = weight_index(L.dW, L);
+    L.dw_idx = weight_index(L.dW, L, L.redist == 3);
     L.xl = act_layout(L.X);
     L.yl = act_layout(L.Y);
     L.ycanon.resize(L.yl.f);
@@ -404,6 +427,8 @@ class GridModel {
     } else if (L.redist == 2) {
       ok(tsr_matrix_redistribute(L.Y, dy, L.R, redist_.data()), "tsr_matrix_redistribute");
       ok(tsr_gemm(algo_, TSR_NOTRANS, TSR_TRANS, 1.0, L.R, redist_.data(), L.X, x, 0.0, L.dW, dw_.data()), "tsr_gemm (weight gradient)");
+    } else if (L.redist == 3) {
+      ok(tsr_gemm(TSR_GEMM_3D, TSR_NOTRANS, TSR_TRANS, 1.0, L.X, x, L.Y, dy, 0.0, L.dW, dw_.data()), "tsr_gemm (weight gradient)");
     } else {
       ok(tsr_gemm(algo_, TSR_NOTRANS, TSR_TRANS, 1.0, L.Y, dy, L.X, x, 0.0, L.dW, dw_.data()), "tsr_gemm (weight gradient)");
     }

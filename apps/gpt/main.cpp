@@ -695,6 +695,15 @@ int main(int argc, char** argv) {
       tsr_report_format(trep, &tbuf[0], tbuf.size(), &tneed);
       if (root) std::printf("--- tensor-parallel grid of replica 0: bytes by region (tessera accounting) ---\n%s\n", tbuf.c_str());
       tsr_report_destroy(&trep);
+      tsr_energy_report ter = nullptr;
+      if (tsr_energy_report_create(tpctx, nullptr, 0, &ter) == TSR_SUCCESS) {
+        tneed = 0;
+        tsr_energy_report_format(ter, TSR_OUTPUT_TABLE, nullptr, 0, &tneed);
+        std::string teb(tneed + 1, '\0');
+        tsr_energy_report_format(ter, TSR_OUTPUT_TABLE, &teb[0], teb.size(), &tneed);
+        if (root) std::printf("--- tensor-parallel grid of replica 0: modelled energy ---\n%s\n", teb.c_str());
+        tsr_energy_report_destroy(&ter);
+      }
     }
     tsr_report rep = nullptr;
     TSR_OK(ctx, tsr_report_create(ctx, 0, &rep));
