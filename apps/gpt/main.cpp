@@ -12,11 +12,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "data.hpp"
+#include "grid_model.hpp"
 #include "model.hpp"
 #include "rng.hpp"
 #include "tessera/tessera.h"
@@ -37,6 +39,9 @@ struct Options {
   int warmup = -1;  // -1: min(100, steps/10)
   double wd = 0.01, clip = 1.0;
   int dp = 0, sp = 1, tp = 1;  // dp 0: world size / (sp tp)
+  std::string tp_mode = "1d";  // 1d | 2d | 2.5d | 3d
+  int tp_depth = 0;            // 2.5d: c (q x q x c = tp)
+  int tp_q = 1, tp_c = 1;      // derived: the grid q x q (x c | x q)
   uint64_t seed = 1;
   double val_frac = 0.1;
   int eval_every = 0, eval_batches = 8;
@@ -45,6 +50,7 @@ struct Options {
   double temperature = 0.8;
   std::string csv;
   std::string expect_curve;
+  bool check_grad = false;  // compare the first step's gradient with one rank's
   double curve_tol = 1e-4;
   int log_every = 1;
   bool report = true;
@@ -66,12 +72,17 @@ const char* kUsage =
     "          --lr X (lamb 2e-2, adamw 1e-3) --warmup N --min-lr-frac F (0.1) --wd X (0.01)\n"
     "          --clip X (1.0, global gradient norm; 0 off)\n"
     "layout:   --dp D (ranks/(sp tp)) data-parallel replicas, --sp S (1) sequence-parallel ranks\n"
-    "          (ring attention, zigzag), --tp T (1) tensor-parallel ranks (Megatron 1D: heads and\n"
-    "          MLP units split), --dist dp|sharded (LAMB state replicated or sharded)\n"
+    "          (ring attention, zigzag), --tp T (1) tensor-parallel ranks in each replica,\n"
+    "          --tp-mode 1d|2d|2.5d|3d (1d): 1d Megatron (heads and MLP units split, any T\n"
+    "          dividing the heads); 2d SUMMA on q x q = T; 2.5d on q x q x c = T with\n"
+    "          --tp-depth c (1 <= c <= q); 3d on q x q x q = T (tessera's grid GEMM; heads\n"
+    "          divisible by q, the replica's batch by q (2d), q c (2.5d), q^2 (3d)),\n"
+    "          --dist dp|sharded (LAMB state replicated or sharded)\n"
     "output:   --eval-every N (0: at the end) --eval-batches N (8) --csv FILE\n"
     "          --sample N (300 bytes) --prompt TEXT --temperature X (0.8) --log-every N (1;\n"
     "          > 1: a progress bar between the lines on a terminal)\n"
-    "          --no-report --expect-curve CSV [--curve-tol X (1e-4)]\n"
+    "          --no-report --expect-curve CSV [--curve-tol X (1e-4)] --check-grad (the first\n"
+    "          step's averaged gradient against the whole batch's on one rank, per tensor)\n"
     "checkpoints: --checkpoint FILE --checkpoint-every N (and at the end) --resume FILE\n"
     "          (any layout: written on one, resumed on another) --stop-after N (stop early)\n";
 
@@ -113,6 +124,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--dp") o.dp = parse_num<int>(a, val());
     else if (a == "--sp") o.sp = parse_num<int>(a, val());
     else if (a == "--tp") o.tp = parse_num<int>(a, val());
+    else if (a == "--tp-mode") o.tp_mode = val();
+    else if (a == "--tp-depth") o.tp_depth = parse_num<int>(a, val());
     else if (a == "--seed") o.seed = parse_num<uint64_t>(a, val());
     else if (a == "--val-frac") o.val_frac = parse_num<double>(a, val());
     else if (a == "--eval-every") o.eval_every = parse_num<int>(a, val());
@@ -125,6 +138,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--curve-tol") o.curve_tol = parse_num<double>(a, val());
     else if (a == "--log-every") o.log_every = parse_num<int>(a, val());
     else if (a == "--no-report") o.report = false;
+    else if (a == "--check-grad") o.check_grad = true;
     else if (a == "--checkpoint") o.checkpoint = val();
     else if (a == "--checkpoint-every") o.checkpoint_every = parse_num<int>(a, val());
     else if (a == "--resume") o.resume = val();
@@ -133,6 +147,9 @@ Options parse(int argc, char** argv) {
   }
   if (o.optimizer != "lamb" && o.optimizer != "adamw")
     throw UsageError("--optimizer must be lamb or adamw, got '" + o.optimizer + "'");
+  if (o.tp_mode != "1d" && o.tp_mode != "2d" && o.tp_mode != "2.5d" && o.tp_mode != "3d")
+    throw UsageError("--tp-mode must be 1d, 2d, 2.5d or 3d, got '" + o.tp_mode + "'");
+  if (o.tp_depth && o.tp_mode != "2.5d") throw UsageError("--tp-depth is for --tp-mode 2.5d only");
   if (o.dist != "dp" && o.dist != "sharded") throw UsageError("--dist must be dp or sharded, got '" + o.dist + "'");
   if (o.lr == 0) o.lr = o.optimizer == "lamb" ? 2e-2 : 1e-3;
   if (o.warmup < 0) o.warmup = std::min(100, o.steps / 10);
@@ -161,12 +178,50 @@ void check_config(Options& o, int world) {
     throw UsageError("the layout --dp " + std::to_string(o.dp) + " x --sp " + std::to_string(o.sp) + " x --tp " +
                      std::to_string(o.tp) + " needs " + std::to_string(o.dp * o.sp * o.tp) + " ranks, but " +
                      std::to_string(world) + " are running: change --dp/--sp/--tp or the rank count");
-  if (s.heads % static_cast<size_t>(o.tp))
+  if (o.tp_mode == "1d" && s.heads % static_cast<size_t>(o.tp))
     throw UsageError("--tp " + std::to_string(o.tp) + " does not divide --heads " + std::to_string(s.heads) +
                      " (tensor parallelism splits the heads): choose a --tp that divides the head count");
   if (o.batch % static_cast<size_t>(o.dp))
     throw UsageError("--batch " + std::to_string(o.batch) + " is not divisible by --dp " + std::to_string(o.dp) +
                      ": use a batch that is a multiple of the data-parallel replicas");
+  if (o.tp_mode != "1d") {
+    const std::string T = std::to_string(o.tp);
+    auto root = [](int v, int k) {  // the integer k-th root of v, or 0
+      for (int r = 1; r <= v; ++r) {
+        long long p = 1;
+        for (int i = 0; i < k; ++i) p *= r;
+        if (p == v) return r;
+        if (p > v) break;
+      }
+      return 0;
+    };
+    int q = 0, c = 1;
+    if (o.tp_mode == "2d") {
+      q = root(o.tp, 2);
+      if (!q) throw UsageError("--tp-mode 2d needs --tp = q x q (4, 9, 16, ...), got --tp " + T + ": change --tp");
+    } else if (o.tp_mode == "3d") {
+      q = root(o.tp, 3);
+      if (!q) throw UsageError("--tp-mode 3d needs --tp = q x q x q (8, 27, ...), got --tp " + T + ": change --tp");
+    } else {
+      c = o.tp_depth;
+      if (c < 1) throw UsageError("--tp-mode 2.5d needs --tp-depth c (the grid is q x q x c = --tp, 1 <= c <= q)");
+      q = o.tp % c ? 0 : root(o.tp / c, 2);
+      if (!q || c > q)
+        throw UsageError("--tp-mode 2.5d needs --tp = q x q x c with 1 <= c <= q; --tp " + T + " and --tp-depth " +
+                         std::to_string(c) + " do not fit (e.g. --tp 8 --tp-depth 2): change --tp or --tp-depth");
+    }
+    if (s.heads % static_cast<size_t>(q))
+      throw UsageError("--heads " + std::to_string(s.heads) + " is not divisible by q = " + std::to_string(q) +
+                       " (--tp-mode " + o.tp_mode + " splits the heads over q ranks of the grid): choose --heads a multiple of q");
+    size_t split = static_cast<size_t>(o.tp_mode == "3d" ? q * q : q * c);
+    size_t bl = o.batch / static_cast<size_t>(o.dp);
+    if (bl % split)
+      throw UsageError("--batch " + std::to_string(o.batch) + " / --dp " + std::to_string(o.dp) + " = " + std::to_string(bl) +
+                       " sequences per replica is not divisible by " + std::to_string(split) + " (--tp-mode " + o.tp_mode +
+                       " splits whole sequences over " + (o.tp_mode == "3d" ? "q x q" : o.tp_mode == "2d" ? "q" : "q x c") +
+                       " ranks): use a batch that is a multiple of " + std::to_string(split * static_cast<size_t>(o.dp)));
+    o.tp_q = q, o.tp_c = c;
+  }
   if (o.sp > 1 && s.seq % (2 * static_cast<size_t>(o.sp)))
     throw UsageError("--seq " + std::to_string(s.seq) + " is not divisible by 2 x --sp = " + std::to_string(2 * o.sp) +
                      " (the zigzag layout gives each sequence rank two equal chunks): change --seq or --sp");
@@ -357,9 +412,56 @@ int main(int argc, char** argv) {
   tpar.allreduce_sum = [&](float* buf, size_t count) {
     TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_DEPTH, buf, buf, count, TSR_FLOAT32, TSR_SUM));
   };
-  Model<float> model(S, ring, TSR_ATTN_LAYOUT_ZIGZAG, tpar);
-  model.resize(Bl, pos, S.seq);
-  const auto& layout = model.layout();
+  // 2D / 2.5D / 3D: a context over the replica's tensor-parallel ranks (the
+  // depth axis of the grid above) and the q x q (x c | x q) grid on it; the
+  // linear layers run tessera's grid GEMM there (grid_model.hpp).
+  const bool gridtp = o.tp_mode != "1d";
+  tsr_context tpctx = nullptr;
+  tsr_grid tpgrid = nullptr;
+  std::unique_ptr<Model<float>> model1;
+  std::unique_ptr<GridModel> modelg;
+  if (gridtp) {
+    MPI_Comm depth = MPI_COMM_NULL;
+    TSR_OK(ctx, tsr_grid_comm(grid, TSR_AXIS_DEPTH, &depth));
+    TSR_OK(nullptr, tsr_context_create(depth, &tpctx));
+    int tdims[3] = {o.tp_q, o.tp_q, o.tp_mode == "3d" ? o.tp_q : o.tp_c};
+    tsr_grid_kind kind = o.tp_mode == "3d" ? TSR_GRID_3D : o.tp_mode == "2d" ? TSR_GRID_2D : TSR_GRID_2P5D;
+    TSR_OK(tpctx, tsr_grid_create(tpctx, kind, tdims, &tpgrid));
+    // the sequence ring joins ranks of equal tensor-parallel coordinates
+    int tr = 0;
+    TSR_OK(tpctx, tsr_grid_my_rank(tpgrid, &tr));
+    int lo = tr, hi = tr;
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_ROW, &lo, &lo, 1, TSR_INT32, TSR_MIN));
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_ROW, &hi, &hi, 1, TSR_INT32, TSR_MAX));
+    if (lo != hi) {
+      std::fprintf(stderr, "tessera-gpt: the tensor-parallel grids of a sequence ring differ in their placement\n");
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    try {
+      modelg.reset(new GridModel(S, ring, TSR_ATTN_LAYOUT_ZIGZAG, tpgrid,
+                                 o.tp_mode == "2d" ? TpMode::TWO_D : o.tp_mode == "3d" ? TpMode::THREE_D : TpMode::TWO_P5_D,
+                                 Bl, pos));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tessera-gpt: error (rank %d): %s\n", wrank, e.what());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  } else {
+    model1.reset(new Model<float>(S, ring, TSR_ATTN_LAYOUT_ZIGZAG, tpar));
+    model1->resize(Bl, pos, S.seq);
+  }
+  auto model_forward = [&](const float* P, const int32_t* x, const int32_t* y) {
+    return modelg ? modelg->forward(P, x, y) : model1->forward(P, x, y);
+  };
+  auto model_backward = [&](const float* P, float* G, const int32_t* x, const int32_t* y, float sc) {
+    if (modelg) modelg->backward(P, G, x, y, sc);
+    else model1->backward(P, G, x, y, sc);
+  };
+  // regions on both contexts (the tensor-parallel one has its own ledger)
+  auto region = [&](const char* name, bool begin) {
+    TSR_OK(ctx, begin ? tsr_region_begin(ctx, name) : tsr_region_end(ctx, name));
+    if (tpctx) TSR_OK(tpctx, begin ? tsr_region_begin(tpctx, name) : tsr_region_end(tpctx, name));
+  };
+  const auto& layout = modelg ? modelg->layout() : model1->layout();
   const size_t n = param_count(layout);
   std::vector<float> P(n), G(n);
   init_params(P.data(), layout, S, o.seed);
@@ -390,9 +492,13 @@ int main(int argc, char** argv) {
                 S.layers, S.width, S.heads, S.seq, S.vocab, n, layout.size());
     std::printf("data: %s, %zu bytes (train %zu, validation %zu)\n", o.data.empty() ? "Jane Austen's novels" : o.data.c_str(),
                 text.size(), split.train.size(), split.val.size());
+    std::string tpd = o.tp_mode == "1d" ? "Megatron 1D"
+                      : o.tp_mode == "2d" ? std::to_string(o.tp_q) + "x" + std::to_string(o.tp_q) + " 2D: " + modelg->describe()
+                      : o.tp_mode == "3d" ? std::to_string(o.tp_q) + "x" + std::to_string(o.tp_q) + "x" + std::to_string(o.tp_q) + " 3D: " + modelg->describe()
+                      : std::to_string(o.tp_q) + "x" + std::to_string(o.tp_q) + "x" + std::to_string(o.tp_c) + " 2.5D: " + modelg->describe();
     std::printf("layout: %d ranks = DP %d x SP %d (ring attention, zigzag; %zu tokens per rank per sequence) "
-                "x TP %d (Megatron 1D); %s %s, lr %g, warmup %d, batch %zu x %zu tokens\n",
-                world, o.dp, o.sp, Tl, o.tp, o.optimizer == "lamb" ? "LAMB" : "AdamW (LAMB without layer adaptation)",
+                "x TP %d (%s); %s %s, lr %g, warmup %d, batch %zu x %zu tokens\n",
+                world, o.dp, o.sp, Tl, o.tp, tpd.c_str(), o.optimizer == "lamb" ? "LAMB" : "AdamW (LAMB without layer adaptation)",
                 o.dist == "sharded" ? "sharded" : "data-parallel", o.lr, o.warmup, o.batch, S.seq);
     std::fflush(stdout);
   }
@@ -406,15 +512,15 @@ int main(int argc, char** argv) {
     return v / nreplicas;
   };
   auto evaluate = [&]() {
-    TSR_OK(ctx, tsr_region_begin(ctx, "eval"));
+    region("eval", true);
     double sum = 0;
     for (int i = 0; i < o.eval_batches; ++i) {
       fill_batch(split.val, o.seed, STREAM_VAL_BATCH, static_cast<uint64_t>(i), static_cast<size_t>(dpi) * Bl, Bl, S.seq,
                  pos.data(), Tl, x.data(), y.data());
-      sum += model.forward(P.data(), x.data(), y.data()) / static_cast<double>(Bl * Tl);
+      sum += model_forward(P.data(), x.data(), y.data()) / static_cast<double>(Bl * Tl);
     }
     double v = global_mean(sum / std::max(1, o.eval_batches));
-    TSR_OK(ctx, tsr_region_end(ctx, "eval"));
+    region("eval", false);
     return v;
   };
 
@@ -427,12 +533,15 @@ int main(int argc, char** argv) {
   int first_step = 1;
   if (!o.resume.empty()) {
     std::string msg;
-    TSR_OK(ctx, tsr_region_begin(ctx, "checkpoint"));
+    region("checkpoint", true);
     int64_t at = read_checkpoint(ctx, o.resume, layout, P, opt, o, msg);
-    TSR_OK(ctx, tsr_region_end(ctx, "checkpoint"));
+    region("checkpoint", false);
     if (at < 0) {
       std::fprintf(stderr, "tessera-gpt: error (rank %d): %s\n", wrank, msg.c_str());
       tsr_optimizer_destroy(&opt);
+      modelg.reset();
+      tsr_grid_destroy(&tpgrid);
+      tsr_context_destroy(&tpctx);
       tsr_ring_destroy(&ring);
       tsr_grid_destroy(&grid);
       tsr_context_destroy(&ctx);
@@ -443,11 +552,55 @@ int main(int argc, char** argv) {
     if (root) std::printf("resumed from %s at step %lld\n", o.resume.c_str(), static_cast<long long>(at));
   }
   auto checkpoint = [&](int step) {
-    TSR_OK(ctx, tsr_region_begin(ctx, "checkpoint"));
+    region("checkpoint", true);
     double t0 = MPI_Wtime();
     TSR_OK(ctx, write_checkpoint(ctx, o.checkpoint, layout, P, opt, o, step));
-    TSR_OK(ctx, tsr_region_end(ctx, "checkpoint"));
+    region("checkpoint", false);
     if (root) std::printf("checkpoint: step %d written to %s (%.0f ms)\n", step, o.checkpoint.c_str(), (MPI_Wtime() - t0) * 1e3);
+  };
+  // --check-grad: the gradient the optimizer averages over all ranks against
+  // the gradient of the whole batch computed on every rank alone (the 1-rank
+  // model); per tensor, the largest difference relative to the tensor's
+  // largest gradient. Catches what the loss curve cannot: a tensor's
+  // gradient off by a constant factor (Adam and LAMB normalise it away).
+  bool grad_fail = false;
+  auto check_gradient = [&](int step) {
+    std::vector<float> avg(G);
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_ALL, avg.data(), avg.data(), n, TSR_FLOAT32, TSR_SUM));
+    for (float& v : avg) v /= static_cast<float>(world);
+    tsr_context sctx = nullptr;
+    tsr_ring sring = nullptr;
+    TSR_OK(nullptr, tsr_context_create(MPI_COMM_SELF, &sctx));
+    TSR_OK(sctx, tsr_ring_create_comm(sctx, MPI_COMM_SELF, &sring));
+    {
+      Model<float> ref(S, sring, TSR_ATTN_LAYOUT_CONTIGUOUS);
+      std::vector<int64_t> fp(S.seq);
+      for (size_t t = 0; t < S.seq; ++t) fp[t] = static_cast<int64_t>(t);
+      ref.resize(o.batch, fp, S.seq);
+      std::vector<int32_t> fx(o.batch * S.seq), fy(o.batch * S.seq);
+      fill_batch(split.train, o.seed, STREAM_TRAIN_BATCH, static_cast<uint64_t>(step), 0, o.batch, S.seq, fp.data(), S.seq,
+                 fx.data(), fy.data());
+      std::vector<float> rg(n);
+      ref.forward(P.data(), fx.data(), fy.data());
+      ref.backward(P.data(), rg.data(), fx.data(), fy.data(), 1.0f / static_cast<float>(o.batch * S.seq));
+      double worst = 0;
+      std::string at;
+      for (const ParamTensor& t : layout) {
+        double mx = 0, d = 0;
+        for (size_t i = t.offset; i < t.offset + t.size; ++i) {
+          mx = std::max(mx, static_cast<double>(std::fabs(rg[i])));
+          d = std::max(d, static_cast<double>(std::fabs(rg[i] - avg[i])));
+        }
+        double r = mx > 0 ? d / mx : d;
+        if (!(r <= worst)) worst = r, at = t.name;
+      }
+      grad_fail = !(worst <= 1e-4);
+      if (root)
+        std::printf("gradient check (step %d): max per-tensor relative difference %.3e (%s) against the whole batch on "
+                    "one rank: %s (tolerance 1.0e-04)\n", step, worst, at.c_str(), grad_fail ? "FAIL" : "PASS");
+    }
+    tsr_ring_destroy(&sring);
+    tsr_context_destroy(&sctx);
   };
   const int last_step = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
   const bool progress_bar = root && o.log_every > 1 && isatty(fileno(stdout));
@@ -459,13 +612,14 @@ int main(int argc, char** argv) {
     double t0 = MPI_Wtime();
     fill_batch(split.train, o.seed, STREAM_TRAIN_BATCH, static_cast<uint64_t>(step), static_cast<size_t>(dpi) * Bl, Bl,
                S.seq, pos.data(), Tl, x.data(), y.data());
-    TSR_OK(ctx, tsr_region_begin(ctx, "forward"));
-    double local = model.forward(P.data(), x.data(), y.data()) * static_cast<double>(scale);
-    TSR_OK(ctx, tsr_region_end(ctx, "forward"));
-    TSR_OK(ctx, tsr_region_begin(ctx, "backward"));
-    model.backward(P.data(), G.data(), x.data(), y.data(), scale);
-    TSR_OK(ctx, tsr_region_end(ctx, "backward"));
-    TSR_OK(ctx, tsr_region_begin(ctx, "optimizer"));
+    region("forward", true);
+    double local = model_forward(P.data(), x.data(), y.data()) * static_cast<double>(scale);
+    region("forward", false);
+    region("backward", true);
+    model_backward(P.data(), G.data(), x.data(), y.data(), scale);
+    region("backward", false);
+    if (o.check_grad && step == first_step) check_gradient(step);
+    region("optimizer", true);
     tsr_status st = tsr_optimizer_step(opt, P.data(), G.data(), n);
     if (st == TSR_ERR_NUMERIC) {
       if (root) std::printf("step %d: gradient not finite, step skipped by the optimizer\n", step);
@@ -473,7 +627,7 @@ int main(int argc, char** argv) {
       die_tsr(ctx, "tsr_optimizer_step", st);
     }
     double loss = global_mean(local);
-    TSR_OK(ctx, tsr_region_end(ctx, "optimizer"));
+    region("optimizer", false);
     TSR_OK(ctx, tsr_flops_add(ctx, static_cast<uint64_t>(flop_per_step / nreplicas)));
     double ms = (MPI_Wtime() - t0) * 1e3;
     double lr_used = 0;
@@ -559,6 +713,46 @@ int main(int argc, char** argv) {
 
   // --- accounting and energy ---
   if (o.report) {
+    // Bytes per step by region, summed over all ranks and both contexts:
+    // point-to-point payload sent plus the modelled wire bytes of the
+    // collectives sent (docs/ACCOUNTING.md).
+    const char* regs[3] = {"forward", "backward", "optimizer"};
+    double sums[6] = {0, 0, 0, 0, 0, 0};
+    for (int r = 0; r < 3; ++r)
+      for (tsr_context c : {ctx, tpctx}) {
+        if (!c) continue;
+        tsr_counters k;
+        if (tsr_counters_get(c, regs[r], &k) != TSR_SUCCESS) continue;
+        double b = 0;
+        for (int pc = 0; pc < TSR_PEER_CLASSES; ++pc) b += static_cast<double>(k.p2p_sent[pc].bytes + k.coll_wire_sent[pc].bytes);
+        sums[r + (c == tpctx ? 3 : 0)] += b;
+      }
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_ALL, sums, sums, 6, TSR_FLOAT64, TSR_SUM));
+    const double ns = std::max(1, last_step - first_step + 1);
+    if (root)
+      std::printf("bytes sent per step, all ranks (p2p payload + modelled collective wire bytes): forward %.0f, "
+                  "backward %.0f, optimizer %.0f (of which on the tensor-parallel grids: %.0f, %.0f, %.0f)\n",
+                  (sums[0] + sums[3]) / ns, (sums[1] + sums[4]) / ns, (sums[2] + sums[5]) / ns, sums[3] / ns, sums[4] / ns,
+                  sums[5] / ns);
+    if (tpctx) {  // the tensor-parallel context's ledger (replica 0's grid, printed by world rank 0)
+      tsr_report trep = nullptr;
+      TSR_OK(tpctx, tsr_report_create(tpctx, 0, &trep));
+      size_t tneed = 0;
+      tsr_report_format(trep, nullptr, 0, &tneed);
+      std::string tbuf(tneed + 1, '\0');
+      tsr_report_format(trep, &tbuf[0], tbuf.size(), &tneed);
+      if (root) std::printf("--- tensor-parallel grid of replica 0: bytes by region (tessera accounting) ---\n%s\n", tbuf.c_str());
+      tsr_report_destroy(&trep);
+      tsr_energy_report ter = nullptr;
+      if (tsr_energy_report_create(tpctx, nullptr, 0, &ter) == TSR_SUCCESS) {
+        tneed = 0;
+        tsr_energy_report_format(ter, TSR_OUTPUT_TABLE, nullptr, 0, &tneed);
+        std::string teb(tneed + 1, '\0');
+        tsr_energy_report_format(ter, TSR_OUTPUT_TABLE, &teb[0], teb.size(), &tneed);
+        if (root) std::printf("--- tensor-parallel grid of replica 0: modelled energy ---\n%s\n", teb.c_str());
+        tsr_energy_report_destroy(&ter);
+      }
+    }
     tsr_report rep = nullptr;
     TSR_OK(ctx, tsr_report_create(ctx, 0, &rep));
     size_t need = 0;
@@ -603,7 +797,11 @@ int main(int argc, char** argv) {
       rc = 1;
     }
   }
+  if (grad_fail) rc = 1;
   tsr_optimizer_destroy(&opt);
+  modelg.reset();
+  tsr_grid_destroy(&tpgrid);
+  tsr_context_destroy(&tpctx);
   tsr_ring_destroy(&ring);
   tsr_grid_destroy(&grid);
   tsr_context_destroy(&ctx);
