@@ -240,7 +240,8 @@ typedef struct tsr_gemm_problem {
                                   bytes (grid ranks fill nodes in order); 0: one node */
   struct tsr_energy_profile_s* profile; /* machine profile (energy.h) for the joules;
                                   NULL: the built-in default-2025 */
-  /* Since 0.2.1: */
+  /* After 'profile' (a problem initialised by an older header, with a
+   * smaller size, has no context): */
   tsr_context context;         /* NULL, or the context whose default objective
                                   (tsr_context_set_objective) TSR_OBJECTIVE_DEFAULT means */
 } tsr_gemm_problem;

@@ -80,7 +80,7 @@ typedef enum tsr_op { TSR_SUM = 0, TSR_PROD = 1, TSR_MIN = 2, TSR_MAX = 3 } tsr_
 /* What a planner minimises (tsr_gemm_plan_create, tsr_attn_plan_create,
  * tsr_optimizer_plan): modelled time, modelled energy (joules from a machine
  * profile, docs/ENERGY.md), or their product (energy-delay). DEFAULT (the
- * problems' initialisers since 0.2.1): the context's default objective
+ * problems' initialisers): the context's default objective
  * (tsr_context_set_objective) where the problem names a context, else time. */
 typedef enum tsr_objective {
   TSR_OBJECTIVE_DEFAULT = -1,
