@@ -770,9 +770,12 @@ tsr_status tsr_attn_backward(tsr_ring ring, const tsr_attn_config* cfg, const ts
   return finish(ctx_of(ring), "tsr_attn_backward", tsr::attn::dispatch(ring, a));
 }
 
-tsr_status tsr_attn_workspace(const tsr_attn_config* cfg, int nranks, int rank, size_t batch, size_t heads,
-                              size_t kv_heads, size_t dim, int has_key_mask, int backward, size_t* bytes) {
-  tsr_status st = [&]() -> tsr_status {
+}  // extern "C"
+
+namespace tsr {
+namespace attn {
+tsr_status workspace(const tsr_attn_config* cfg, int nranks, int rank, size_t batch, size_t heads, size_t kv_heads,
+                     size_t dim, int has_key_mask, int backward, size_t* bytes) {
     TSR_CHECK_NOT_NULL(bytes);
     if (nranks < 1) return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'nranks' = %d; expected >= 1", nranks);
     if (rank < 0 || rank >= nranks)
@@ -799,8 +802,16 @@ tsr_status tsr_attn_workspace(const tsr_attn_config* cfg, int nranks, int rank, 
     }
     *bytes = dry.peak;
     return TSR_SUCCESS;
-  }();
-  return finish(nullptr, "tsr_attn_workspace", st);
+}
+}  // namespace attn
+}  // namespace tsr
+
+extern "C" {
+
+tsr_status tsr_attn_workspace(const tsr_attn_config* cfg, int nranks, int rank, size_t batch, size_t heads,
+                              size_t kv_heads, size_t dim, int has_key_mask, int backward, size_t* bytes) {
+  return finish(nullptr, "tsr_attn_workspace",
+                tsr::attn::workspace(cfg, nranks, rank, batch, heads, kv_heads, dim, has_key_mask, backward, bytes));
 }
 
 tsr_status tsr_attn_merge(tsr_dtype type, size_t rows, size_t dim, void* o_a, void* lse_a, const void* o_b,

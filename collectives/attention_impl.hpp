@@ -22,6 +22,9 @@ inline size_t part_start(size_t n, size_t parts, size_t c) {
 }
 
 size_t shard_len(tsr_attn_layout layout, size_t n, int p, int r);
+// tsr_attn_workspace without the error bookkeeping (attention.cpp).
+tsr_status workspace(const tsr_attn_config* cfg, int nranks, int rank, size_t batch, size_t heads, size_t kv_heads,
+                     size_t dim, int has_key_mask, int backward, size_t* bytes);
 // Global position of local token i of rank r.
 int64_t position(tsr_attn_layout layout, size_t n, int p, int r, size_t i);
 void positions(tsr_attn_layout layout, size_t n, int p, int r, int64_t* out);

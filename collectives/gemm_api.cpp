@@ -222,11 +222,12 @@ struct Problem {
   EnergyModel em;
 };
 
-// The energy model from a profile (NULL: the built-in default), PUE folded in.
-EnergyModel energy_model(const tsr_gemm_problem* p) {
-  const energy::Profile& pr = p->profile ? *energy::profile_of(p->profile) : energy::default_profile();
+}  // namespace
+
+EnergyModel make_energy_model(tsr_energy_profile profile, int ranks_per_node) {
+  const energy::Profile& pr = profile ? *energy::profile_of(profile) : energy::default_profile();
   EnergyModel em;
-  em.ranks_per_node = p->ranks_per_node;
+  em.ranks_per_node = ranks_per_node;
   const double j = 1e-12 * pr.pue;  // pJ -> J, at the wall
   auto figures = [&](int which) {   // 0 typical, 1 low, 2 high
     auto pick = [&](const energy::Coeff& c) { return which == 0 ? c.value : which == 1 ? c.low : c.high; };
@@ -244,11 +245,19 @@ EnergyModel energy_model(const tsr_gemm_problem* p) {
   return em;
 }
 
+Machine make_machine(const tsr_gemm_machine& m) { return machine_of(m); }
+
+namespace {
+
+// The energy model from a profile (NULL: the built-in default), PUE folded in.
+EnergyModel energy_model(const tsr_gemm_problem* p) { return make_energy_model(p->profile, p->ranks_per_node); }
+
 tsr_status check_problem(const tsr_gemm_problem* p, Problem* out) {
   if (p == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument 'problem' is NULL");
-  // Problems initialised by a 0.1 header end before 'objective'.
-  const size_t v1 = offsetof(tsr_gemm_problem, objective);
-  if (p->magic != TSR_GEMM_MAGIC || (p->size != v1 && p->size < sizeof(tsr_gemm_problem)))
+  // Problems initialised by a 0.1 header end before 'objective', by a 0.2
+  // header before 'context'.
+  const size_t v1 = offsetof(tsr_gemm_problem, objective), v2 = offsetof(tsr_gemm_problem, context);
+  if (p->magic != TSR_GEMM_MAGIC || (p->size != v1 && p->size != v2 && p->size < sizeof(tsr_gemm_problem)))
     return fail(TSR_ERR_INVALID_ARG, "argument 'problem' is not initialised with TSR_GEMM_PROBLEM_INIT");
   if (p->m < 0 || p->n < 0 || p->k < 0)
     return fail(TSR_ERR_INVALID_ARG, "problem sizes m = %lld, n = %lld, k = %lld must be >= 0",
@@ -264,15 +273,20 @@ tsr_status check_problem(const tsr_gemm_problem* p, Problem* out) {
     return fail(TSR_ERR_INVALID_ARG, "problem 'transb' = %d is not a tsr_trans", static_cast<int>(p->transb));
   if (!(p->memory_per_rank >= 0) || !(p->machine.alpha >= 0) || !(p->machine.beta >= 0) || !(p->machine.gamma >= 0))
     return fail(TSR_ERR_INVALID_ARG, "problem 'memory_per_rank' and the machine parameters must be >= 0");
-  tsr_gemm_problem q = *p;  // with the 0.2 fields' defaults for an 0.1 problem
+  // The caller's fields (only its struct's size of them), the newer fields'
+  // defaults after: an 0.1 problem plans by time on one node, an 0.2 one
+  // has no context.
+  tsr_gemm_problem q;
+  std::memset(&q, 0, sizeof q);
+  std::memcpy(&q, p, std::min(p->size, sizeof q));
   if (p->size == v1) {
     q.objective = TSR_OBJECTIVE_TIME;
     q.ranks_per_node = 0;
     q.profile = nullptr;
   }
-  if (q.objective != TSR_OBJECTIVE_TIME && q.objective != TSR_OBJECTIVE_ENERGY && q.objective != TSR_OBJECTIVE_EDP)
-    return fail(TSR_ERR_INVALID_ARG, "problem 'objective' = %d is not a tsr_objective (TSR_OBJECTIVE_TIME, _ENERGY or _EDP)",
-                static_cast<int>(q.objective));
+  if (p->size < sizeof(tsr_gemm_problem)) q.context = nullptr;
+  TSR_TRY(check_objective(static_cast<int>(q.objective), q.context, "problem"));
+  q.objective = static_cast<tsr_objective>(resolve_objective(static_cast<int>(q.objective), q.context));
   if (q.ranks_per_node < 0)
     return fail(TSR_ERR_INVALID_ARG, "problem 'ranks_per_node' = %d must be >= 0 (0: one node)", q.ranks_per_node);
   if (q.profile != nullptr && energy::profile_of(q.profile) == nullptr)

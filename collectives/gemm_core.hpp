@@ -178,6 +178,12 @@ struct EnergyModel {
   EnergyFigures typical, low, high;
   int ranks_per_node = 0;  // 0: every rank on one node
 };
+// The model of a profile (NULL: the built-in default-2025; the caller has
+// checked that it is live), PUE folded in (gemm_api.cpp; also used by the
+// attention and optimizer planners).
+EnergyModel make_energy_model(tsr_energy_profile profile, int ranks_per_node);
+// The machine with tsr_gemm_machine's defaults for zero fields.
+Machine make_machine(const tsr_gemm_machine& m);
 
 struct Candidate {
   tsr_gemm_algo algo = TSR_GEMM_3D;

@@ -308,6 +308,7 @@ tsr_status pxgemm(const char* transa, const char* transb, const int* m, const in
   prob.nranks = g.nprow * g.npcol;
   prob.transa = ta ? TSR_TRANS : TSR_NOTRANS;
   prob.transb = tb ? TSR_TRANS : TSR_NOTRANS;
+  prob.context = ctx;  // its default objective (tsr_context_set_objective on tsr_scalapack_context)
   tsr_gemm_plan plan;
   if (tsr_gemm_plan_create(&prob, &plan) != TSR_SUCCESS) {
     const std::string msg = tsr_last_error(nullptr);

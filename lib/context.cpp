@@ -210,4 +210,44 @@ tsr_status tsr_context_node(tsr_context ctx, int* node, int* nnodes) {
   return finish(ctx, "tsr_context_node", st);
 }
 
+tsr_status tsr_context_set_objective(tsr_context ctx, tsr_objective objective) {
+  tsr_status st = tsr::check_context(ctx);
+  if (st != TSR_SUCCESS) return finish(nullptr, "tsr_context_set_objective", st);
+  const int o = static_cast<int>(objective);
+  tsr_status local = TSR_SUCCESS;
+  if (o != TSR_OBJECTIVE_TIME && o != TSR_OBJECTIVE_ENERGY && o != TSR_OBJECTIVE_EDP)
+    local = tsr::fail(TSR_ERR_INVALID_ARG,
+                      "argument 'objective' = %d is not TSR_OBJECTIVE_TIME, TSR_OBJECTIVE_ENERGY or TSR_OBJECTIVE_EDP", o);
+  st = tsr::agree(*ctx->world, local, std::vector<tsr::Same>{{"objective", o}});
+  if (st == TSR_SUCCESS) ctx->objective = o;
+  return finish(ctx, "tsr_context_set_objective", st);
+}
+
+tsr_status tsr_context_get_objective(tsr_context ctx, tsr_objective* objective) {
+  tsr_status st = tsr::check_context(ctx);
+  if (st == TSR_SUCCESS && objective == nullptr) st = tsr::fail(TSR_ERR_INVALID_ARG, "argument 'objective' is NULL");
+  if (st == TSR_SUCCESS) *objective = static_cast<tsr_objective>(ctx->objective);
+  return finish(ctx, "tsr_context_get_objective", st);
+}
+
 }  // extern "C"
+
+namespace tsr {
+
+int resolve_objective(int objective, tsr_context ctx) {
+  if (objective != TSR_OBJECTIVE_DEFAULT) return objective;
+  return ctx != nullptr ? ctx->objective : TSR_OBJECTIVE_TIME;
+}
+
+tsr_status check_objective(int objective, tsr_context ctx, const char* what) {
+  if (objective != TSR_OBJECTIVE_DEFAULT && objective != TSR_OBJECTIVE_TIME && objective != TSR_OBJECTIVE_ENERGY &&
+      objective != TSR_OBJECTIVE_EDP)
+    return fail(TSR_ERR_INVALID_ARG,
+                "%s 'objective' = %d is not a tsr_objective (TSR_OBJECTIVE_DEFAULT, _TIME, _ENERGY or _EDP)", what,
+                objective);
+  if (ctx != nullptr && check_context(ctx) != TSR_SUCCESS)
+    return fail(TSR_ERR_INVALID_ARG, "%s 'context' is not a live tsr_context (NULL: none)", what);
+  return TSR_SUCCESS;
+}
+
+}  // namespace tsr

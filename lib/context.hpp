@@ -30,6 +30,8 @@ struct tsr_context_s {
   int rank = 0, size = 0;
   std::vector<int> node_of;       // dense node id of every context rank
   int nnodes = 1;
+  // The default objective of the planners (tsr_context_set_objective).
+  int objective = 0;  // TSR_OBJECTIVE_TIME
   tsr::Ledger ledger;
   std::unique_ptr<tsr::MpiBackend> backend;
   std::unique_ptr<tsr::Comm> world;  // transport view of `comm`
@@ -53,4 +55,11 @@ struct tsr_context_s {
 namespace tsr {
 // Checks that ctx is a live context handle.
 tsr_status check_context(tsr_context ctx, const char* argname = "ctx");
+// The objective a planner minimises: `objective` unless it is
+// TSR_OBJECTIVE_DEFAULT, then ctx's default (time without a context). ctx
+// must be NULL or live (checked by the caller).
+int resolve_objective(int objective, tsr_context ctx);
+// Checks an objective of a problem ("<what> 'objective'"): DEFAULT, TIME,
+// ENERGY or EDP; and that ctx is NULL or live ("<what> 'context'").
+tsr_status check_objective(int objective, tsr_context ctx, const char* what);
 }  // namespace tsr

@@ -15,6 +15,7 @@
 #define TESSERA_ATTENTION_H
 
 #include "tessera/tessera.h"
+#include "tessera/gemm.h" /* tsr_gemm_machine, for the attention planner */
 
 #ifdef __cplusplus
 extern "C" {
@@ -255,6 +256,75 @@ TSR_API tsr_status tsr_attn_workspace(const tsr_attn_config* cfg, int nranks, in
  * UNSUPPORTED (TSR_BFLOAT16). */
 TSR_API tsr_status tsr_attn_merge(tsr_dtype type, size_t rows, size_t dim, void* o_a, void* lse_a,
                                   const void* o_b, const void* lse_b);
+
+/* ------------------------------------------------------------------------- */
+/* Planning: variant and layout by time, energy or energy x time              */
+/* ------------------------------------------------------------------------- */
+/* What to plan for (docs/ATTENTION.md, "Planning"). Initialise with
+ * TSR_ATTN_PROBLEM_INIT, then set the sizes. */
+typedef struct tsr_attn_problem {
+  size_t size;                 /* sizeof(tsr_attn_problem) */
+  unsigned int magic;          /* TSR_ATTN_PROBLEM_MAGIC */
+  size_t seq_len, batch, heads, kv_heads, dim; /* N, B, H, G, d (G divides H) */
+  int causal;                  /* non-zero: causal attention */
+  int has_key_mask;            /* non-zero: a key mask travels with K */
+  int backward;                /* 0: one forward call; 1 (default): forward and backward */
+  tsr_dtype type;              /* TSR_FLOAT32 (default) or TSR_FLOAT64 */
+  int nranks;                  /* ring size p */
+  int ranks_per_node;          /* ring ranks per node, filled in ring order; 0: one node */
+  int variant;                 /* -1 (default): every variant; else only this tsr_attn_variant */
+  int layout;                  /* -1 (default): every layout; else only this tsr_attn_layout */
+  double memory_per_rank;      /* workspace bytes one rank may use; 0: no limit */
+  tsr_gemm_machine machine;    /* alpha, beta, gamma; zeros: tsr_gemm_machine's defaults */
+  tsr_objective objective;     /* DEFAULT: the context's default objective, time without one */
+  struct tsr_energy_profile_s* profile; /* machine profile (energy.h); NULL: default-2025 */
+  tsr_context context;         /* NULL, or the context whose default objective applies */
+} tsr_attn_problem;
+
+#define TSR_ATTN_PROBLEM_MAGIC 0x5a77e9c2u
+#define TSR_ATTN_PROBLEM_INIT                                                                      \
+  {sizeof(tsr_attn_problem), TSR_ATTN_PROBLEM_MAGIC, 0, 1, 1, 1, 1, 0, 0, 1, TSR_FLOAT32, 1, 0, -1, -1, \
+   0.0, {0, 0, 0}, TSR_OBJECTIVE_DEFAULT, NULL, NULL}
+
+/* One (variant, layout) the planner considered, with its modelled figures
+ * (docs/ATTENTION.md, "Planning"). */
+typedef struct tsr_attn_candidate {
+  tsr_attn_variant variant;
+  tsr_attn_layout layout;
+  double time;                 /* modelled seconds (busiest rank) */
+  double joules, joules_low, joules_high; /* modelled joules, all ranks, with the profile's range */
+  double flops;                /* all ranks */
+  double bytes;                /* bytes the busiest rank receives (control excluded) */
+  double intra_node_bytes, inter_node_bytes; /* bytes received within / across nodes, all ranks */
+  double self_bytes;           /* memory traffic of the two-pass score rows, all ranks */
+  double memory_bytes;         /* workspace of the busiest rank (tsr_attn_workspace) */
+  int fits;                    /* within problem.memory_per_rank */
+  int chosen;                  /* 1 for the candidate tsr_attn_plan_create returns */
+} tsr_attn_candidate;
+
+typedef struct tsr_attn_plan {
+  tsr_attn_config config;      /* variant, layout, causal, seq_len, type: for tsr_attn_forward */
+  tsr_objective objective;     /* what the plan minimised (DEFAULT resolved) */
+  tsr_attn_candidate choice;   /* its figures */
+  double missing_bytes;        /* > 0: nothing fits; the plan needing least memory, this much over */
+} tsr_attn_plan;
+
+/* Choose the variant and layout of least modelled time, energy or energy x
+ * time (problem.objective) among those that fit the memory budget; ties:
+ * the objective, then time, then fewer bytes, then the first considered
+ * (variants in enum order, layouts in enum order), the same on every rank.
+ * ALLTOALL is considered only where p divides heads and kv_heads. If nothing
+ * fits, returns TSR_ERR_NO_MEMORY with the plan of least memory. Local.
+ * Errors: INVALID_ARG (NULL, not initialised, sizes, type, nranks < 1,
+ * ranks_per_node < 0, variant, layout, objective, profile, context, machine),
+ * SHAPE (heads not a multiple of kv_heads; the variant asked for cannot run,
+ * e.g. ALLTOALL with p not dividing the heads), NO_MEMORY. */
+TSR_API tsr_status tsr_attn_plan_create(const tsr_attn_problem* problem, tsr_attn_plan* plan);
+/* Every candidate tsr_attn_plan_create considers, in the order considered;
+ * at most cap written to out (NULL when cap is 0), *count gets how many.
+ * Local. Errors: as tsr_attn_plan_create (NO_MEMORY is not one: fits tells). */
+TSR_API tsr_status tsr_attn_plan_candidates(const tsr_attn_problem* problem, tsr_attn_candidate* out,
+                                            size_t cap, size_t* count);
 
 #ifdef __cplusplus
 }

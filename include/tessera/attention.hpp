@@ -255,6 +255,23 @@ void shard_insert(tsr_attn_layout layout, std::size_t seq_len, int nranks, int r
   check(tsr_attn_shard_insert(layout, seq_len, nranks, rank, local.data(), full.data(), outer, row * sizeof(T)));
 }
 
+// The attention plan (tsr_attn_plan_create; local): the variant and layout
+// of least modelled time, energy or energy x time. Throws TSR_ERR_NO_MEMORY
+// when nothing fits the memory budget.
+inline tsr_attn_plan plan_attention(const tsr_attn_problem& problem) {
+  tsr_attn_plan p{};
+  check(tsr_attn_plan_create(&problem, &p));
+  return p;
+}
+// Every candidate the attention planner considers, with its time and joules.
+inline std::vector<tsr_attn_candidate> attention_candidates(const tsr_attn_problem& problem) {
+  std::size_t n = 0;
+  check(tsr_attn_plan_candidates(&problem, nullptr, 0, &n));
+  std::vector<tsr_attn_candidate> out(n);
+  check(tsr_attn_plan_candidates(&problem, out.data(), out.size(), &n));
+  return out;
+}
+
 }  // namespace tessera
 
 #endif  // TESSERA_ATTENTION_HPP

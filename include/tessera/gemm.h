@@ -233,16 +233,22 @@ typedef struct tsr_gemm_problem {
   tsr_gemm_machine machine;    /* zeros: defaults */
   /* Since 0.2 (a problem initialised by an older header, with a smaller
    * size, plans by time on one node): */
-  tsr_objective objective;     /* what to minimise: time (default), energy or energy x time */
+  tsr_objective objective;     /* what to minimise: time, energy or energy x time; DEFAULT (the
+                                  initialiser's): the context's default objective, time
+                                  without a context */
   int ranks_per_node;          /* ranks per node, for the energy of intra- vs inter-node
                                   bytes (grid ranks fill nodes in order); 0: one node */
   struct tsr_energy_profile_s* profile; /* machine profile (energy.h) for the joules;
                                   NULL: the built-in default-2025 */
+  /* After 'profile' (a problem initialised by an older header, with a
+   * smaller size, has no context): */
+  tsr_context context;         /* NULL, or the context whose default objective
+                                  (tsr_context_set_objective) TSR_OBJECTIVE_DEFAULT means */
 } tsr_gemm_problem;
 
 #define TSR_GEMM_PROBLEM_INIT                                                                     \
   {sizeof(tsr_gemm_problem), TSR_GEMM_MAGIC, 0, 0, 0, 8, 1, 0.0, TSR_NOTRANS, TSR_NOTRANS,       \
-   TSR_GEMM_AUTO, 1, {0, 0, 0}, TSR_OBJECTIVE_TIME, 0, NULL}
+   TSR_GEMM_AUTO, 1, {0, 0, 0}, TSR_OBJECTIVE_DEFAULT, 0, NULL, NULL}
 
 /* A plan: the algorithm, grid and layouts of least modelled time, and its
  * modelled figures for the busiest rank next to the lower bound. */

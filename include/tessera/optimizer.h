@@ -46,6 +46,7 @@
 #define TESSERA_OPTIMIZER_H
 
 #include "tessera/tessera.h"
+#include "tessera/gemm.h" /* tsr_gemm_machine, for the optimizer planner */
 
 #ifdef __cplusplus
 extern "C" {
@@ -248,6 +249,67 @@ TSR_API tsr_status tsr_optimizer_save(tsr_optimizer opt, const char* path);
  * Collective over the context. Errors: INVALID_ARG (NULL, other kind or
  * type), SHAPE (other group sizes), IO (missing or damaged file). */
 TSR_API tsr_status tsr_optimizer_load(tsr_optimizer opt, const char* path);
+
+/* ------------------------------------------------------------------------- */
+/* Planning: data parallel or sharded, by time, energy or energy x time       */
+/* ------------------------------------------------------------------------- */
+/* One step of an optimizer over n parameters on nranks ranks
+ * (docs/OPTIMIZERS.md, "Planning"). Initialise with TSR_OPT_PROBLEM_INIT. */
+typedef struct tsr_opt_problem {
+  size_t size;                 /* sizeof(tsr_opt_problem) */
+  unsigned int magic;          /* TSR_OPT_PROBLEM_MAGIC */
+  tsr_opt_kind kind;           /* TSR_OPT_LAMB (default) or TSR_OPT_LARS (with momentum) */
+  tsr_dtype param_type;        /* TSR_FLOAT32 (default) or TSR_BFLOAT16 */
+  size_t n;                    /* parameters */
+  size_t ngroups;              /* groups (L), >= 1 */
+  int nranks;                  /* ranks of the context */
+  int ranks_per_node;          /* context ranks per node, filled in rank order; 0: one node */
+  double bucket_bytes;         /* data parallel: TSR_OPT_BUCKET_BYTES; 0: its default (25 MiB) */
+  double memory_per_rank;      /* optimizer state bytes one rank may hold; 0: no limit */
+  tsr_gemm_machine machine;    /* alpha, beta as for the GEMM; gamma here: seconds per byte of the
+                                  kernels' memory traffic (0: 1e-10, 10 GB/s per rank) */
+  tsr_objective objective;     /* DEFAULT: the context's default objective, time without one */
+  struct tsr_energy_profile_s* profile; /* machine profile (energy.h); NULL: default-2025 */
+  tsr_context context;         /* NULL, or the context whose default objective applies */
+} tsr_opt_problem;
+
+#define TSR_OPT_PROBLEM_MAGIC 0x0971a4e5u
+#define TSR_OPT_PROBLEM_INIT                                                                   \
+  {sizeof(tsr_opt_problem), TSR_OPT_PROBLEM_MAGIC, TSR_OPT_LAMB, TSR_FLOAT32, 0, 1, 1, 0, 0.0, 0.0, \
+   {0, 0, 0}, TSR_OBJECTIVE_DEFAULT, NULL, NULL}
+
+/* The modelled figures of one distribution's step (steps that do not clip
+ * and are not skipped). */
+typedef struct tsr_opt_candidate {
+  tsr_opt_dist dist;           /* TSR_OPT_DATA_PARALLEL or TSR_OPT_SHARDED */
+  double bytes;                /* data bytes the busiest rank receives per step (wire model) */
+  double messages;             /* messages it receives per step */
+  double intra_node_bytes, inter_node_bytes; /* received within / across nodes, all ranks */
+  double kernel_bytes;         /* bytes the kernels read and write, all ranks (TSR_OPTQ_STEP_BYTES) */
+  double state_bytes;          /* optimizer state of the busiest rank (m, v, master weights,
+                                  gradient slice) */
+  double time;                 /* modelled seconds per step */
+  double joules, joules_low, joules_high; /* modelled joules per step, all ranks */
+  int fits;                    /* state_bytes within problem.memory_per_rank */
+  int chosen;
+} tsr_opt_candidate;
+
+typedef struct tsr_opt_plan {
+  tsr_opt_dist dist;           /* the choice, for tsr_optimizer_create */
+  tsr_objective objective;     /* what was minimised (DEFAULT resolved) */
+  tsr_opt_candidate candidates[2]; /* [0] data parallel, [1] sharded */
+  double missing_bytes;        /* > 0: neither fits; the sharded step's state is this much over */
+} tsr_opt_plan;
+
+/* Data parallel or sharded: both steps' bytes (all-reduce against
+ * reduce-scatter + all-gather), state per rank, time and joules, and the
+ * one of least time, energy or energy x time that fits memory_per_rank
+ * (ties: time, then less state, then data parallel). Local, the same answer
+ * on every rank. Errors: INVALID_ARG (NULL, not initialised, kind,
+ * param_type, n, ngroups, nranks, ranks_per_node, bucket_bytes, machine,
+ * objective, profile, context), NO_MEMORY (neither fits: *plan holds the
+ * sharded plan and missing_bytes). */
+TSR_API tsr_status tsr_optimizer_plan(const tsr_opt_problem* problem, tsr_opt_plan* plan);
 
 #ifdef __cplusplus
 }

@@ -157,6 +157,14 @@ class optimizer {
   std::unique_ptr<schedule_fn> sched_;
 };
 
+// Data parallel or sharded (tsr_optimizer_plan; local): both steps' figures
+// and the choice. Throws TSR_ERR_NO_MEMORY when neither fits.
+inline tsr_opt_plan plan_optimizer(const tsr_opt_problem& problem) {
+  tsr_opt_plan p{};
+  check(tsr_optimizer_plan(&problem, &p));
+  return p;
+}
+
 }  // namespace tessera
 
 #endif  // TESSERA_OPTIMIZER_HPP

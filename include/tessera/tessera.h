@@ -77,10 +77,13 @@ typedef enum tsr_dtype {
 
 typedef enum tsr_op { TSR_SUM = 0, TSR_PROD = 1, TSR_MIN = 2, TSR_MAX = 3 } tsr_op;
 
-/* What a planner minimises (tsr_gemm_plan_create, ...): modelled time,
- * modelled energy (joules from a machine profile, docs/ENERGY.md), or their
- * product (energy-delay). */
+/* What a planner minimises (tsr_gemm_plan_create, tsr_attn_plan_create,
+ * tsr_optimizer_plan): modelled time, modelled energy (joules from a machine
+ * profile, docs/ENERGY.md), or their product (energy-delay). DEFAULT (the
+ * problems' initialisers): the context's default objective
+ * (tsr_context_set_objective) where the problem names a context, else time. */
 typedef enum tsr_objective {
+  TSR_OBJECTIVE_DEFAULT = -1,
   TSR_OBJECTIVE_TIME = 0,
   TSR_OBJECTIVE_ENERGY = 1,
   TSR_OBJECTIVE_EDP = 2
@@ -133,6 +136,15 @@ TSR_API tsr_status tsr_context_rank(tsr_context ctx, int* rank);
 TSR_API tsr_status tsr_context_size(tsr_context ctx, int* size);
 /* Node of this rank (0-based, dense) and how many nodes the context spans. Local. */
 TSR_API tsr_status tsr_context_node(tsr_context ctx, int* node, int* nnodes);
+/* The context's default objective: what every planner given this context
+ * minimises when its problem says TSR_OBJECTIVE_DEFAULT (the initialisers'
+ * value): tsr_gemm_plan_create (problem.context), tsr_attn_plan_create,
+ * tsr_optimizer_plan, and tsr_pdgemm's own planning on its context
+ * (tsr_scalapack_context). TSR_OBJECTIVE_TIME until set. set: collective
+ * over ctx, objective must be TIME, ENERGY or EDP and the same on every rank
+ * (INVALID_ARG on every rank otherwise, naming 'objective'). get: local. */
+TSR_API tsr_status tsr_context_set_objective(tsr_context ctx, tsr_objective objective);
+TSR_API tsr_status tsr_context_get_objective(tsr_context ctx, tsr_objective* objective);
 
 /* The last error message of the calling thread on ctx ("" if none). With
  * ctx == NULL: the calling thread's last message from any tessera call (used

@@ -107,6 +107,13 @@ class context {
 
   [[nodiscard]] tsr_context get() const noexcept { return h_; }
   [[nodiscard]] int rank() const { int r = 0; check(tsr_context_rank(h_, &r), h_); return r; }
+  // The default objective of the planners given this context (collective set).
+  void set_objective(tsr_objective o) { check(tsr_context_set_objective(h_, o), h_); }
+  [[nodiscard]] tsr_objective objective() const {
+    tsr_objective o = TSR_OBJECTIVE_TIME;
+    check(tsr_context_get_objective(h_, &o), h_);
+    return o;
+  }
   [[nodiscard]] int size() const { int s = 0; check(tsr_context_size(h_, &s), h_); return s; }
   [[nodiscard]] std::pair<int, int> node() const {
     int n = 0, nn = 0;

@@ -952,6 +952,94 @@ TEST(BadInput, EnergyPlans) {
   here(tsr_energy_profile_static(stale<tsr_energy_profile>(), &c), kInv, "static stale profile", "'profile'");
 }
 
+TEST(BadInput, Objectives) {
+  COVER(tsr_context_set_objective), COVER(tsr_context_get_objective), COVER(tsr_attn_plan_create);
+  COVER(tsr_attn_plan_candidates), COVER(tsr_optimizer_plan);
+  Env e;
+  Quiet q;
+  all(tsr_context_set_objective(nullptr, TSR_OBJECTIVE_TIME), kInv, "set_objective NULL ctx", "'ctx'");
+  all(tsr_context_set_objective(e.ctx, static_cast<tsr_objective>(3)), kInv, "set_objective 3", "'objective'");
+  all(tsr_context_set_objective(e.ctx, world_rank() == 0 ? TSR_OBJECTIVE_ENERGY : TSR_OBJECTIVE_EDP),
+      world_size() > 1 ? kInv : TSR_SUCCESS, "set_objective differing", world_size() > 1 ? "'objective'" : nullptr);
+  tsr_objective o;
+  here(tsr_context_get_objective(e.ctx, nullptr), kInv, "get_objective NULL", "'objective'");
+  here(tsr_context_get_objective(stale<tsr_context>(), &o), kInv, "get_objective stale ctx", "'ctx'");
+  // Attention plans.
+  tsr_attn_plan ap;
+  size_t n = 0;
+  here(tsr_attn_plan_create(nullptr, &ap), kInv, "attn plan NULL problem", "'problem'");
+  tsr_attn_problem a = TSR_ATTN_PROBLEM_INIT;
+  here(tsr_attn_plan_create(&a, &ap), kInv, "attn plan seq_len 0", "seq_len");
+  a.seq_len = 8;
+  here(tsr_attn_plan_create(&a, nullptr), kInv, "attn plan NULL plan", "'plan'");
+  a.magic = 0;
+  here(tsr_attn_plan_create(&a, &ap), kInv, "attn plan not initialised", "'problem'");
+  a.magic = TSR_ATTN_PROBLEM_MAGIC;
+  a.heads = 3;
+  a.kv_heads = 2;
+  here(tsr_attn_plan_create(&a, &ap), TSR_ERR_SHAPE, "attn plan heads", "'heads'");
+  a.heads = a.kv_heads = 1;
+  a.type = TSR_BFLOAT16;
+  here(tsr_attn_plan_create(&a, &ap), kInv, "attn plan type", "'type'");
+  a.type = TSR_FLOAT32;
+  a.variant = 3;
+  here(tsr_attn_plan_create(&a, &ap), kInv, "attn plan variant", "'variant'");
+  a.variant = -1;
+  a.layout = 5;
+  here(tsr_attn_plan_create(&a, &ap), kInv, "attn plan layout", "'layout'");
+  a.layout = -1;
+  a.nranks = 0;
+  here(tsr_attn_plan_create(&a, &ap), kInv, "attn plan nranks", "'nranks'");
+  a.nranks = 1;
+  a.objective = static_cast<tsr_objective>(4);
+  here(tsr_attn_plan_create(&a, &ap), kInv, "attn plan objective", "'objective'");
+  a.objective = TSR_OBJECTIVE_DEFAULT;
+  a.profile = stale<tsr_energy_profile>();
+  here(tsr_attn_plan_create(&a, &ap), kInv, "attn plan stale profile", "'profile'");
+  a.profile = nullptr;
+  a.context = stale<tsr_context>();
+  here(tsr_attn_plan_create(&a, &ap), kInv, "attn plan stale context", "'context'");
+  a.context = e.ctx;
+  here(tsr_attn_plan_candidates(&a, nullptr, 1, &n), kInv, "attn candidates NULL out", "'out'");
+  here(tsr_attn_plan_candidates(&a, nullptr, 0, nullptr), kInv, "attn candidates NULL count", "'count'");
+  here(tsr_attn_plan_candidates(nullptr, nullptr, 0, &n), kInv, "attn candidates NULL problem", "'problem'");
+  ASSERT_EQ(tsr_attn_plan_candidates(&a, nullptr, 0, &n), TSR_SUCCESS) << tsr_last_error(nullptr);
+  EXPECT_EQ(n, 9u);
+  // Optimizer plans.
+  tsr_opt_plan op;
+  here(tsr_optimizer_plan(nullptr, &op), kInv, "opt plan NULL problem", "'problem'");
+  tsr_opt_problem pr = TSR_OPT_PROBLEM_INIT;
+  here(tsr_optimizer_plan(&pr, &op), kInv, "opt plan n 0", "'n'");
+  pr.n = 100;
+  here(tsr_optimizer_plan(&pr, nullptr), kInv, "opt plan NULL plan", "'plan'");
+  pr.kind = static_cast<tsr_opt_kind>(0);
+  here(tsr_optimizer_plan(&pr, &op), kInv, "opt plan kind", "'kind'");
+  pr.kind = TSR_OPT_LARS;
+  pr.param_type = TSR_FLOAT64;
+  here(tsr_optimizer_plan(&pr, &op), kInv, "opt plan param_type", "'param_type'");
+  pr.param_type = TSR_BFLOAT16;
+  pr.ngroups = 101;
+  here(tsr_optimizer_plan(&pr, &op), kInv, "opt plan ngroups", "'ngroups'");
+  pr.ngroups = 1;
+  pr.bucket_bytes = 100;
+  here(tsr_optimizer_plan(&pr, &op), kInv, "opt plan bucket_bytes", "'bucket_bytes'");
+  pr.bucket_bytes = 0;
+  pr.ranks_per_node = -1;
+  here(tsr_optimizer_plan(&pr, &op), kInv, "opt plan ranks_per_node", "'ranks_per_node'");
+  pr.ranks_per_node = 0;
+  pr.objective = static_cast<tsr_objective>(-5);
+  here(tsr_optimizer_plan(&pr, &op), kInv, "opt plan objective", "'objective'");
+  pr.objective = TSR_OBJECTIVE_EDP;
+  pr.machine.beta = -1;
+  here(tsr_optimizer_plan(&pr, &op), kInv, "opt plan machine", "machine");
+  pr.machine.beta = 0;
+  pr.profile = stale<tsr_energy_profile>();
+  here(tsr_optimizer_plan(&pr, &op), kInv, "opt plan stale profile", "'profile'");
+  pr.profile = nullptr;
+  ASSERT_EQ(tsr_optimizer_plan(&pr, &op), TSR_SUCCESS) << tsr_last_error(nullptr);
+  EXPECT_EQ(op.objective, TSR_OBJECTIVE_EDP);
+}
+
 // ---------------------------------------------------------------- coverage
 // Every TSR_API function of the installed headers has a case above. Headers
 // added on other branches whose cases come with them may be excluded here by

@@ -230,6 +230,8 @@ def e2e(bench_dir, mpiexec, vendor, work, study):
                 names = ["%s/%s" % (a, d) for a in e["algos"] for d in ("fwd", "bwd")]
             elif e["bench"] == "energy-gemm":
                 names = ["1D", "2D", "3D"]  # 2.5D and the cube need more ranks
+            elif e["bench"] == "plan-energy":
+                names = []  # one point per plan candidate: checked below
             else:
                 names = e["algos"]
             for n in names:
@@ -274,6 +276,27 @@ def e2e(bench_dir, mpiexec, vendor, work, study):
     check(all(float(r["inter_bytes_per_rank"]) > 0 for r in en), "2 ranks on 2 simulated nodes: inter-node bytes")
     opt = [r for r in rows if r["entry"] == "optimizer" and r["ranks"] == "2"]
     check(len(opt) == 2 and all(float(r["bytes_per_rank"]) > 0 for r in opt), "optimizer bytes at 2 ranks")
+    # Plan candidates (one process planning for 4 ranks on 2 simulated nodes):
+    # modelled time and joules of each, one choice per objective, the time
+    # plan the fastest, the energy plan the cheapest; the Pareto plot.
+    pc = [r for r in rows if r["entry"] == "pareto"]
+    check(len(pc) >= 5 and all(r["ranks"] == "4" and float(r["plan_joules"]) > 0 and
+                               float(r["plan_joules_low"]) <= float(r["plan_joules"]) <= float(r["plan_joules_high"])
+                               for r in pc), "plan candidates: %s" % pc[:2])
+    for obj in ("time", "energy", "edp"):
+        check(sum(obj in r["chosen_by"].split() for r in pc) == 1, "one candidate chosen by " + obj)
+    t_best = min(float(r["time_median_s"]) for r in pc)
+    j_best = min(float(r["plan_joules"]) for r in pc)
+    check(any("time" in r["chosen_by"].split() and float(r["time_median_s"]) == t_best for r in pc), "time plan")
+    check(any("energy" in r["chosen_by"].split() and float(r["plan_joules"]) == j_best for r in pc), "energy plan")
+    check(" -n 1 " in pc[0]["command"] and "--ranks 4" in pc[0]["command"], "plans from one process: " + pc[0]["command"])
+    try:
+        import matplotlib  # noqa: F401
+        md = open(os.path.join(out, "index.md")).read()
+        check("plots/pareto-pareto-256-p4.png" in md and
+              os.path.isfile(os.path.join(out, "plots", "pareto-pareto-256-p4.png")), "no Pareto plot in the report")
+    except ImportError:
+        pass
     print("e2e: %d launches, %d points, grid of 2D at 2 ranks %s" % (len(runs), len(rows), grid))
 
     # Resume: everything done -> nothing runs again.
