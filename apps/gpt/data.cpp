@@ -101,12 +101,17 @@ std::string parse_strsxp(const std::vector<unsigned char>& s, const std::string&
 
 std::vector<std::string> read_rdb_strings(const std::string& path) {
   std::vector<unsigned char> buf = read_file(path);
+  return parse_rdb_strings(buf.data(), buf.size(), path);
+}
+
+std::vector<std::string> parse_rdb_strings(const unsigned char* data, size_t size, const std::string& path) {
+  const unsigned char* buf = data;
   std::vector<std::string> out;
   size_t p = 0;
   std::vector<unsigned char> raw;
-  while (p < buf.size()) {
+  while (p < size) {
     std::string where = path + " record " + std::to_string(out.size()) + " at byte " + std::to_string(p);
-    if (p + 5 > buf.size()) throw DataError(where + ": truncated record header");
+    if (p + 5 > size) throw DataError(where + ": truncated record header");
     uint32_t len = be32(&buf[p]);
     p += 4;
     if (buf[p] != 0x78)
@@ -118,7 +123,7 @@ std::vector<std::string> read_rdb_strings(const std::string& path) {
                       }() +
                       " (compressed with another method? the format differs)");
     if (len > (1u << 30)) throw DataError(where + ": implausible record length");
-    p += inflate_one(&buf[p], buf.size() - p, len, raw, where);
+    p += inflate_one(&buf[p], size - p, len, raw, where);
     out.push_back(parse_strsxp(raw, where));
   }
   if (out.empty()) throw DataError(path + ": no records");
