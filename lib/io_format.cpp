@@ -115,6 +115,8 @@ std::string describe(Meta* m) {
 
 namespace {
 
+constexpr uint64_t kMinDatasetEntry = 52, kMinAttrEntry = 8;  // bytes, empty names (docs/FILES.md)
+
 tsr_status corrupt(const std::string& path, const char* what) {
   return fail(TSR_ERR_IO, "file '%s' is not a valid tessera file: %s", cstr(path), what);
 }
@@ -126,10 +128,14 @@ tsr_status decode_entry(In& in, const std::string& path, uint64_t data_start, ui
   e->offset = in.u64();
   e->bytes = in.u64();
   if (!in.ok()) return corrupt(path, "the dataset table ends early");
+  // The type checked as the integer it is in the file: a tsr_dtype holding a
+  // value outside the enumeration is undefined behaviour (found by
+  // tests/fuzz/fuzz_tsrbin, UBSan: "load of value 66 ... for type 'tsr_dtype'").
+  if (type > static_cast<uint32_t>(TSR_BFLOAT16)) return corrupt(path, "a dataset entry has a bad name, type or shape");
   e->info.type = static_cast<tsr_dtype>(type);
   e->info.ndims = static_cast<int>(nd);
   uint64_t bytes = 0;
-  if (!name_valid(e->info.name) || !dtype_valid(e->info.type) || nd < 1 || nd > 3 ||
+  if (!name_valid(e->info.name) || nd < 1 || nd > 3 ||
       !product(3, e->info.global, tsr_dtype_size(e->info.type), &bytes) || bytes != e->bytes)
     return corrupt(path, "a dataset entry has a bad name, type or shape");
   for (uint32_t d = nd; d < 3; ++d)
@@ -148,6 +154,11 @@ tsr_status decode(const std::string& head, const std::string& path, Meta* m) {
   const uint64_t table = in.u64();
   m->file_bytes = in.u64();
   if (!in.ok() || table != head.size() - kHeaderBytes) return corrupt(path, "the header is inconsistent");
+  // Counts against the table's size before anything is allocated for them: a
+  // dataset entry takes at least 52 bytes, an attribute at least 8 (found by
+  // tests/fuzz/fuzz_tsrbin: a count of 2^26 made it allocate 6.7 GB).
+  if (nsets > table / kMinDatasetEntry || nattrs > table / kMinAttrEntry)
+    return corrupt(path, "the header counts more datasets or attributes than its table can hold");
   m->sets.resize(nsets);
   for (Entry& e : m->sets) TSR_TRY(decode_entry(in, path, kHeaderBytes + table, m->file_bytes, &e));
   const bool typed = head.compare(0, kMagicBytes, kMagic, kMagicBytes) == 0;  // version 02
