@@ -16,6 +16,8 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+// Optional, as with libFuzzer: called once before the first input.
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) __attribute__((weak));
 
 namespace {
 
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
       inputs.push_back(a);
     }
   }
+  if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
   size_t bytes = 0;
   for (const std::string& p : inputs) {
     std::ifstream f(p, std::ios::binary);
