@@ -34,14 +34,17 @@ run_one() {
     return
   fi
   cp "$here/corpus/$r"/* "$dir/corpus/" 2>/dev/null
-  local rc=0 extra=()
+  local rc=0 extra=() asan=${ASAN_OPTIONS:-}
   # fuzz_optstate initialises MPI: MPI libraries keep memory to the end of
-  # the process, which LeakSanitizer would report.
-  [ "$r" = optstate ] && extra=(-detect_leaks=0)
+  # the process, which LeakSanitizer would report (per input and at exit).
+  if [ "$r" = optstate ]; then
+    extra=(-detect_leaks=0)
+    asan=${asan:+$asan:}detect_leaks=0
+  fi
   # -timeout: one input taking longer is a hang; -rss_limit_mb/-malloc_limit_mb:
   # one allocation or the process above 2 GiB is a failure (a header must not
   # make a reader allocate what the file cannot hold).
-  "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=4096 \
+  ASAN_OPTIONS=$asan "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=4096 \
     -print_final_stats=1 -artifact_prefix="$dir/" "${extra[@]}" "$dir/corpus" > "$dir/log" 2>&1 || rc=$?
   local execs rate units crashes
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log" | tail -1)
