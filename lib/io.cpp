@@ -8,6 +8,7 @@
 // ranks leave together instead of some waiting in a collective. Agreements
 // are few (one per dataset and a handful per file): each is an all-reduce.
 #include "io.hpp"
+#include "io_format.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -36,50 +37,12 @@ namespace tsr {
 namespace io {
 namespace {
 
-constexpr char kMagic[] = "TSRBIN02";     // "TSRBIN" + two-digit format version (written)
-constexpr char kMagicV1[] = "TSRBIN01";   // read too: string attributes only
-constexpr size_t kMagicBytes = 8;
-constexpr uint64_t kHeaderBytes = 40;
-constexpr uint32_t kEndianMarker = 0x01020304u;
-constexpr char kHdf5Signature[] = "\x89HDF\r\n\x1a\n";
-constexpr uint64_t kMaxTableBytes = uint64_t{64} << 20;  // refuse absurd (corrupt) tables
-constexpr size_t kMaxName = 255, kMaxValue = 65535;
 constexpr char kReserved[] = "tessera_";  // attribute keys the format itself uses
-
-// One dataset as the file describes it (offset: meaningful in binary files only).
-struct Entry {
-  DatasetInfo info;
-  uint64_t offset = 0, bytes = 0;
-};
-struct Meta {
-  Format fmt = Format::binary;
-  std::vector<Entry> sets;
-  Attrs attrs;
-  uint64_t file_bytes = 0;
-};
 
 // ------------------------------------------------------------ small helpers
 const char* cstr(const std::string& s) { return s.c_str(); }
 
-bool name_ok(const std::string& s) {
-  if (s.empty() || s.size() > kMaxName || s == "." || s == "..") return false;
-  for (char ch : s) {
-    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                    ch == '_' || ch == '.' || ch == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 bool reserved(const std::string& key) { return key.compare(0, sizeof kReserved - 1, kReserved) == 0; }
-
-// p = elem * d[0] * ... * d[nd-1]; false on overflow.
-bool product(int nd, const uint64_t* d, uint64_t elem, uint64_t* p) {
-  *p = elem;
-  for (int i = 0; i < nd; ++i)
-    if (__builtin_mul_overflow(*p, d[i], p)) return false;
-  return true;
-}
 
 uint64_t block_elements(const Block& b) {
   uint64_t n = 0;
@@ -166,7 +129,7 @@ tsr_status check_block(const std::string& path, const Block& b) {
 
 tsr_status check_attrs(const std::string& path, const Attrs& attrs) {
   for (const auto& kv : attrs) {
-    if (!name_ok(kv.first) || reserved(kv.first))
+    if (!name_valid(kv.first) || reserved(kv.first))
       return fail(TSR_ERR_INVALID_ARG, "file '%s': attribute key '%s' is not 1..255 characters of [A-Za-z0-9_.-] "
                   "or starts with the reserved '%s'", cstr(path), cstr(kv.first), kReserved);
     if (kv.second.kind != TSR_ATTR_STRING && kv.second.kind != TSR_ATTR_INT64 && kv.second.kind != TSR_ATTR_DOUBLE)
@@ -185,7 +148,7 @@ tsr_status check_write(const std::string& path, const std::vector<Block>& blocks
     return fail(TSR_ERR_UNSUPPORTED, "file '%s': this build has no parallel HDF5; write Format::binary", cstr(path));
   std::set<std::string> seen;
   for (const Block& b : blocks) {
-    if (!name_ok(b.name))
+    if (!name_valid(b.name))
       return fail(TSR_ERR_INVALID_ARG, "file '%s': dataset name '%s' is not 1..255 characters of [A-Za-z0-9_.-] "
                   "(nor '.' or '..')", cstr(path), cstr(b.name));
     if (!seen.insert(b.name).second)
@@ -218,94 +181,6 @@ tsr_status match_blocks(const std::string& path, const Meta& m, const std::vecto
   return TSR_SUCCESS;
 }
 
-// ------------------------------------------------- binary header and table
-class Out {
- public:
-  void raw(const void* p, size_t n) { s_.append(static_cast<const char*>(p), n); }
-  void u32(uint32_t v) { raw(&v, sizeof v); }
-  void u64(uint64_t v) { raw(&v, sizeof v); }
-  void str(const std::string& v) { u32(static_cast<uint32_t>(v.size())); s_ += v; }
-  std::string& bytes() { return s_; }
-
- private:
-  std::string s_;
-};
-
-class In {
- public:
-  In(const std::string& s, size_t pos) : s_(s), pos_(pos) {}
-  bool raw(void* p, size_t n) {
-    if (!ok_ || s_.size() - pos_ < n) return ok_ = false;
-    std::memcpy(p, s_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  uint32_t u32() { uint32_t v = 0; raw(&v, sizeof v); return v; }
-  uint64_t u64() { uint64_t v = 0; raw(&v, sizeof v); return v; }
-  std::string str(size_t max) {
-    const uint32_t n = u32();
-    if (!ok_ || n > max || s_.size() - pos_ < n) { ok_ = false; return {}; }
-    pos_ += n;
-    return s_.substr(pos_ - n, n);
-  }
-  bool ok() const { return ok_; }
-  bool done() const { return ok_ && pos_ == s_.size(); }
-
- private:
-  const std::string& s_;
-  size_t pos_;
-  bool ok_ = true;
-};
-
-// Header (40 bytes) and table, in the writer's byte order (docs/FILES.md).
-std::string encode(const Meta& m, uint64_t table_bytes) {
-  Out o;
-  o.raw(kMagic, kMagicBytes);
-  o.u32(kEndianMarker);
-  o.u32(static_cast<uint32_t>(m.sets.size()));
-  o.u32(static_cast<uint32_t>(m.attrs.size()));
-  o.u32(0);
-  o.u64(table_bytes);
-  o.u64(m.file_bytes);
-  for (const Entry& e : m.sets) {
-    o.str(e.info.name);
-    o.u32(static_cast<uint32_t>(e.info.type));
-    o.u32(static_cast<uint32_t>(e.info.ndims));
-    for (uint64_t g : e.info.global) o.u64(g);
-    o.u64(e.offset);
-    o.u64(e.bytes);
-  }
-  for (const auto& kv : m.attrs) {
-    o.str(kv.first);
-    o.u32(static_cast<uint32_t>(kv.second.kind));
-    if (kv.second.kind == TSR_ATTR_INT64) {
-      o.u32(8);
-      o.raw(&kv.second.i, 8);
-    } else if (kv.second.kind == TSR_ATTR_DOUBLE) {
-      o.u32(8);
-      o.raw(&kv.second.d, 8);
-    } else {
-      o.str(kv.second.text);
-    }
-  }
-  return std::move(o.bytes());
-}
-
-// Places m's datasets as the binary format does (data follow the table back
-// to back) and returns the header and table. Also the form in which rank 0
-// ships an HDF5 file's description to the other ranks.
-std::string place(Meta* m) {
-  for (Entry& e : m->sets) product(e.info.ndims, e.info.global, tsr_dtype_size(e.info.type), &e.bytes);
-  const uint64_t table = encode(*m, 0).size() - kHeaderBytes;  // offsets have fixed width
-  uint64_t at = kHeaderBytes + table;
-  for (Entry& e : m->sets) {
-    e.offset = at;
-    at += e.bytes;
-  }
-  m->file_bytes = at;
-  return encode(*m, table);
-}
-
 // The binary layout of blocks' datasets (sizes checked by check_block).
 Meta layout(const std::vector<Block>& blocks, const Attrs& attrs, std::string* head) {
   Meta m;
@@ -315,65 +190,8 @@ Meta layout(const std::vector<Block>& blocks, const Attrs& attrs, std::string* h
     e.info = {b.name, b.type, b.ndims, {b.global[0], b.global[1], b.global[2]}};
     m.sets.push_back(e);
   }
-  *head = place(&m);
+  *head = describe(&m);
   return m;
-}
-
-tsr_status corrupt(const std::string& path, const char* what) {
-  return fail(TSR_ERR_IO, "file '%s' is not a valid tessera file: %s", cstr(path), what);
-}
-
-tsr_status decode_entry(In& in, const std::string& path, uint64_t data_start, uint64_t file_bytes, Entry* e) {
-  e->info.name = in.str(kMaxName);
-  const uint32_t type = in.u32(), nd = in.u32();
-  for (uint64_t& g : e->info.global) g = in.u64();
-  e->offset = in.u64();
-  e->bytes = in.u64();
-  if (!in.ok()) return corrupt(path, "the dataset table ends early");
-  e->info.type = static_cast<tsr_dtype>(type);
-  e->info.ndims = static_cast<int>(nd);
-  uint64_t bytes = 0;
-  if (!name_ok(e->info.name) || !dtype_valid(e->info.type) || nd < 1 || nd > 3 ||
-      !product(3, e->info.global, tsr_dtype_size(e->info.type), &bytes) || bytes != e->bytes)
-    return corrupt(path, "a dataset entry has a bad name, type or shape");
-  for (uint32_t d = nd; d < 3; ++d)
-    if (e->info.global[d] != 1) return corrupt(path, "a dataset entry has a bad shape");
-  if (e->offset < data_start || e->offset > file_bytes || e->bytes > file_bytes - e->offset)
-    return corrupt(path, "a dataset lies outside the data section");
-  return TSR_SUCCESS;
-}
-
-// head = the 40-byte header and the table; the sizes in the header have been
-// checked against the file by sniff().
-tsr_status decode(const std::string& head, const std::string& path, Meta* m) {
-  In in(head, kMagicBytes + 4);
-  const uint32_t nsets = in.u32(), nattrs = in.u32();
-  in.u32();
-  const uint64_t table = in.u64();
-  m->file_bytes = in.u64();
-  if (!in.ok() || table != head.size() - kHeaderBytes) return corrupt(path, "the header is inconsistent");
-  m->sets.resize(nsets);
-  for (Entry& e : m->sets) TSR_TRY(decode_entry(in, path, kHeaderBytes + table, m->file_bytes, &e));
-  const bool typed = head.compare(0, kMagicBytes, kMagic, kMagicBytes) == 0;  // version 02
-  for (uint32_t i = 0; i < nattrs; ++i) {
-    std::string key = in.str(kMaxName);
-    Value v;
-    const uint32_t kind = typed ? in.u32() : uint32_t{TSR_ATTR_STRING};
-    const std::string raw = in.str(kMaxValue);
-    if (kind == TSR_ATTR_INT64 || kind == TSR_ATTR_DOUBLE) {
-      if (raw.size() != 8) return corrupt(path, "a numeric attribute does not have 8 bytes");
-      v.kind = static_cast<tsr_attr_kind>(kind);
-      std::memcpy(kind == TSR_ATTR_INT64 ? static_cast<void*>(&v.i) : static_cast<void*>(&v.d), raw.data(), 8);
-    } else if (kind == TSR_ATTR_STRING) {
-      v.text = raw;
-    } else {
-      return corrupt(path, "an attribute has an unknown kind");
-    }
-    if (!in.ok() || !name_ok(key) || !m->attrs.emplace(std::move(key), std::move(v)).second)
-      return corrupt(path, "the attribute table is malformed");
-  }
-  if (!in.done()) return corrupt(path, "the attribute table is malformed");
-  return TSR_SUCCESS;
 }
 
 // ---------------------------------------------------------------- MPI-IO
@@ -425,60 +243,17 @@ tsr_status read_bytes(const Comm& c, MPI_File fh, const std::string& path, uint6
   return TSR_SUCCESS;
 }
 
-// The 40-byte header: byte order, and its sizes against the file's size.
-tsr_status check_header(const std::string& head, const std::string& path, uint64_t size, uint64_t* table) {
-  In in(head, kMagicBytes);
-  const uint32_t marker = in.u32();
-  in.u32();
-  in.u32();
-  in.u32();
-  *table = in.u64();
-  const uint64_t file_bytes = in.u64();
-  const char* f = cstr(path);
-  if (marker != kEndianMarker)
-    return fail(TSR_ERR_UNSUPPORTED, "file '%s' was written with the other byte order, which this build does not read", f);
-  if (file_bytes > size)
-    return fail(TSR_ERR_IO, "file '%s' is truncated: its header says %" PRIu64 " bytes, the file has %" PRIu64, f, file_bytes, size);
-  if (file_bytes < size)
-    return fail(TSR_ERR_IO, "file '%s' has %" PRIu64 " bytes, more than the %" PRIu64 " its header describes", f, size, file_bytes);
-  if (*table > file_bytes - kHeaderBytes || *table > kMaxTableBytes)
-    return corrupt(path, "the table size in the header is out of range");
-  return TSR_SUCCESS;
-}
-
-// Rank 0 alone: the format from the first bytes and, for the binary format,
-// the header and table (head), checked against the file's size.
+// Rank 0 alone: sniff_with over the file, read through MPI-IO (charged).
 tsr_status sniff(const Comm& c, const std::string& path, Format* fmt, std::string* head) {
   File f;
   TSR_TRY(mpiio(MPI_File_open(MPI_COMM_SELF, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &f.fh), path,
                 "cannot open it for reading"));
   MPI_Offset size = 0;
   TSR_TRY(mpiio(MPI_File_get_size(f.fh, &size), path, "MPI_File_get_size"));
-  const uint64_t n = static_cast<uint64_t>(size);
-  TSR_TRY(read_bytes(c, f.fh, path, 0, n < kMagicBytes ? n : kMagicBytes, head));
-  if (*head == std::string(kHdf5Signature, kMagicBytes)) {
-    *fmt = Format::hdf5;
-    head->clear();
-    return TSR_SUCCESS;
-  }
-  *fmt = Format::binary;
-  if (head->compare(0, 6, kMagic, 6) != 0 || head->size() < kMagicBytes)
-    return fail(TSR_ERR_IO, "file '%s' is not a tessera file: it starts with neither the HDF5 signature nor \"TSRBIN\"",
-                cstr(path));
-  if (*head != kMagic && *head != kMagicV1)
-    return fail(TSR_ERR_IO, "file '%s' has binary format version '%s', this build reads '%s' and '%s'", cstr(path),
-                head->substr(6).c_str(), kMagicV1 + 6, kMagic + 6);
-  if (n < kHeaderBytes)
-    return fail(TSR_ERR_IO, "file '%s' is truncated: %" PRIu64 " bytes, less than the %" PRIu64 "-byte header",
-                cstr(path), n, kHeaderBytes);
-  std::string rest;
-  uint64_t table = 0;
-  TSR_TRY(read_bytes(c, f.fh, path, kMagicBytes, kHeaderBytes - kMagicBytes, &rest));
-  *head += rest;
-  TSR_TRY(check_header(*head, path, n, &table));
-  TSR_TRY(read_bytes(c, f.fh, path, kHeaderBytes, table, &rest));
-  *head += rest;
-  return TSR_SUCCESS;
+  const ReadAt read = [&](uint64_t off, uint64_t len, std::string* out) {
+    return read_bytes(c, f.fh, path, off, len, out);
+  };
+  return sniff_with(path, static_cast<uint64_t>(size), read, fmt, head);
 }
 
 // The ledger: the bytes of this rank's block, moved to or from the file.
@@ -947,7 +722,7 @@ tsr_status summary(const Comm& c, const std::string& path, Format* fmt, std::str
 #if TSR_HAVE_HDF5
   Meta m;
   TSR_TRY(h5_summary(path, &m));
-  *head = place(&m);
+  *head = describe(&m);
   return TSR_SUCCESS;
 #else
   return fail(TSR_ERR_UNSUPPORTED, "file '%s' is an HDF5 file and this build has no HDF5", cstr(path));
@@ -1040,7 +815,6 @@ uint64_t names_digest(const std::string& path, const std::vector<Block>& blocks)
 }  // namespace
 
 // ------------------------------------------------------------------ public
-bool name_valid(const std::string& s) { return name_ok(s); }
 
 bool Value::operator==(const Value& o) const {
   return kind == o.kind && text == o.text && i == o.i && std::memcmp(&d, &o.d, sizeof d) == 0;

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -27,23 +28,41 @@ uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
 
-// Inflate one zlib stream starting at in[0..avail); returns bytes consumed.
+// Inflate one zlib stream starting at in[0..avail) into out, which must come
+// to exactly `expect` bytes; returns bytes consumed. The output grows as the
+// stream produces it (doubling, never beyond expect + 1 bytes: one more
+// detects a longer stream), so a record header announcing up to 1 GiB costs
+// only what the stream really holds (found by tests/fuzz/fuzz_rdb: allocating
+// and zeroing the announced length first made every damaged record slow).
 size_t inflate_one(const unsigned char* in, size_t avail, size_t expect, std::vector<unsigned char>& out,
                    const std::string& where) {
-  out.assign(expect, 0);
+  out.clear();
   z_stream zs;
   std::memset(&zs, 0, sizeof zs);
   if (inflateInit(&zs) != Z_OK) throw DataError(where + ": zlib inflateInit failed");
   zs.next_in = const_cast<unsigned char*>(in);
   zs.avail_in = static_cast<uInt>(avail);
-  zs.next_out = out.data();
-  zs.avail_out = static_cast<uInt>(expect);
-  int rc = inflate(&zs, Z_FINISH);
+  int rc = Z_OK;
+  for (;;) {
+    if (zs.avail_out == 0) {  // out is full: grow it, unless it already holds more than expected
+      const size_t have = out.size();
+      if (have > expect) break;
+      const size_t grow = std::min(expect + 1 - have, std::max<size_t>(have, size_t{1} << 16));
+      out.resize(have + grow);
+      zs.next_out = out.data() + have;
+      zs.avail_out = static_cast<uInt>(grow);
+    }
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END) break;
+    if (rc == Z_OK || (rc == Z_BUF_ERROR && zs.avail_out == 0)) continue;
+    break;  // damaged, or the input ended before the stream did
+  }
   size_t used = zs.total_in, produced = zs.total_out;
   inflateEnd(&zs);
   if (rc != Z_STREAM_END || produced != expect)
     throw DataError(where + ": the zlib stream is damaged or its length differs from the header (" +
                     std::to_string(produced) + " of " + std::to_string(expect) + " bytes)");
+  out.resize(expect);
   return used;
 }
 
@@ -101,12 +120,17 @@ std::string parse_strsxp(const std::vector<unsigned char>& s, const std::string&
 
 std::vector<std::string> read_rdb_strings(const std::string& path) {
   std::vector<unsigned char> buf = read_file(path);
+  return parse_rdb_strings(buf.data(), buf.size(), path);
+}
+
+std::vector<std::string> parse_rdb_strings(const unsigned char* data, size_t size, const std::string& path) {
+  const unsigned char* buf = data;
   std::vector<std::string> out;
   size_t p = 0;
   std::vector<unsigned char> raw;
-  while (p < buf.size()) {
+  while (p < size) {
     std::string where = path + " record " + std::to_string(out.size()) + " at byte " + std::to_string(p);
-    if (p + 5 > buf.size()) throw DataError(where + ": truncated record header");
+    if (p + 5 > size) throw DataError(where + ": truncated record header");
     uint32_t len = be32(&buf[p]);
     p += 4;
     if (buf[p] != 0x78)
@@ -118,7 +142,7 @@ std::vector<std::string> read_rdb_strings(const std::string& path) {
                       }() +
                       " (compressed with another method? the format differs)");
     if (len > (1u << 30)) throw DataError(where + ": implausible record length");
-    p += inflate_one(&buf[p], buf.size() - p, len, raw, where);
+    p += inflate_one(&buf[p], size - p, len, raw, where);
     out.push_back(parse_strsxp(raw, where));
   }
   if (out.empty()) throw DataError(path + ": no records");

@@ -24,6 +24,9 @@ struct DataError : std::runtime_error {
 // serialization of a STRSXP. Returns one string per record, its elements
 // joined with '\n'. Throws DataError naming the file and what differs.
 std::vector<std::string> read_rdb_strings(const std::string& path);
+// The same over bytes in memory (what read_rdb_strings parses; the fuzzer,
+// tests/fuzz/fuzz_rdb.cpp, calls it); path names them in messages.
+std::vector<std::string> parse_rdb_strings(const unsigned char* data, size_t size, const std::string& path);
 
 // Text of a file: an .rdb is parsed as above (records joined by "\n\n"),
 // anything else is read as bytes. Throws DataError (missing, empty, bad).

@@ -285,6 +285,30 @@ static void test_data(bool have_austen) {
   trunc.resize(trunc.size() - 6);
   write_bytes("gpt_ut_trunc.rdb", trunc);
   expect_data_error("gpt_ut_trunc.rdb", "damaged");
+  // In memory (parse_rdb_strings, what tests/fuzz/fuzz_rdb drives): a
+  // record header announcing 1 GiB over a stream of a few bytes, and one
+  // byte more or less than the stream holds, are damaged records; the good
+  // record parses the same as from the file.
+  {
+    std::vector<unsigned char> r = record(good);
+    auto parse_error = [&](const std::vector<unsigned char>& b, const char* needle) {
+      try {
+        parse_rdb_strings(b.data(), b.size(), "mem.rdb");
+        CHECK(false, "no error for '%s'", needle);
+      } catch (const DataError& e) {
+        CHECK(std::strstr(e.what(), needle) != nullptr && std::strstr(e.what(), "mem.rdb record 0") != nullptr,
+              "message '%s' lacks '%s'", e.what(), needle);
+      }
+    };
+    CHECK(parse_rdb_strings(r.data(), r.size(), "mem.rdb") == recs, "in-memory parse differs");
+    const uint32_t n = static_cast<uint32_t>(good.size());
+    for (uint32_t len : {uint32_t{1} << 30, n + 1, n - 1}) {
+      std::vector<unsigned char> b = r;
+      b[0] = len >> 24, b[1] = (len >> 16) & 255, b[2] = (len >> 8) & 255, b[3] = len & 255;
+      const std::string want = std::to_string(len < n ? len + 1 : n) + " of " + std::to_string(len) + " bytes";
+      parse_error(b, want.c_str());
+    }
+  }
   try {
     load_text("gpt_ut_missing_file.txt");
     CHECK(false, "missing file accepted");

@@ -51,6 +51,20 @@ struct GzFile {
       len -= static_cast<std::size_t>(got);
     }
   }
+  // Read exactly len bytes into out (resized to len), growing it as the data
+  // arrive (64 KiB, then doubling), so that a header announcing more than the
+  // file holds fails with "file ends early" after allocating at most twice
+  // what the file held, instead of allocating the announced size first (up to
+  // 2^48 bytes: std::bad_alloc; a seed of tests/fuzz/fuzz_idx).
+  void read_all(std::vector<std::uint8_t>& out, std::size_t len, const char* what) {
+    out.clear();
+    while (out.size() < len) {
+      const std::size_t at = out.size(), want = at < (std::size_t{1} << 16) ? std::size_t{1} << 16 : at;
+      const std::size_t step = len - at < want ? len - at : want;
+      out.resize(at + step);
+      read(out.data() + at, step, what);
+    }
+  }
   std::uint32_t be32(const char* what) {
     unsigned char b[4];
     read(b, 4, what);
@@ -78,8 +92,7 @@ void read_idx_images(const std::string& path, int limit, Dataset& out) {
   out.n = take;
   out.rows = static_cast<int>(rows);
   out.cols = static_cast<int>(cols);
-  out.images.resize(static_cast<std::size_t>(take) * rows * cols);
-  g.read(out.images.data(), out.images.size(), "the pixels");
+  g.read_all(out.images, static_cast<std::size_t>(take) * rows * cols, "the pixels");
   if (take == static_cast<int>(n)) {
     unsigned char extra;
     if (gzread(g.f, &extra, 1) != 0) {
@@ -101,8 +114,7 @@ void read_idx_labels(const std::string& path, int limit, Dataset& out) {
     throw std::runtime_error(path + ": implausible IDX header (" + std::to_string(n) + " labels)");
   }
   int take = (limit > 0 && static_cast<std::uint32_t>(limit) < n) ? limit : static_cast<int>(n);
-  out.labels.resize(static_cast<std::size_t>(take));
-  g.read(out.labels.data(), out.labels.size(), "the labels");
+  g.read_all(out.labels, static_cast<std::size_t>(take), "the labels");
   for (int i = 0; i < take; ++i) {
     if (out.labels[i] > 9) {
       throw std::runtime_error(path + ": label " + std::to_string(out.labels[i]) + " of item " +

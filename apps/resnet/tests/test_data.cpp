@@ -120,6 +120,13 @@ int main(int argc, char** argv) {
     write_file(dir + "/short.idx", shortplain);
     expect_error("truncated pixels", [&] { Dataset d; read_idx_images(dir + "/short.idx", 0, d); },
                  {"short.idx", "ends early", "pixels"});
+    // A header announcing 2^24 images of 4096 x 4096 (2^48 bytes) in a file
+    // of 32 bytes: "ends early", without allocating the announced size first
+    // (found by tests/fuzz/fuzz_idx: it threw std::bad_alloc).
+    std::vector<unsigned char> huge = idx_bytes(0x803, {1u << 24, 4096, 4096}, std::vector<unsigned char>(16, 7));
+    write_file(dir + "/huge-header.idx", huge);
+    expect_error("header larger than the file", [&] { Dataset d; read_idx_images(dir + "/huge-header.idx", 0, d); },
+                 {"huge-header.idx", "ends early", "pixels"});
     // A corrupted deflate stream (bytes in the middle of a larger file flipped).
     std::vector<unsigned char> big(20000);
     for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<unsigned char>(mix64(i) & 0xff);
