@@ -30,6 +30,7 @@ struct tsr_context_s {
   int rank = 0, size = 0;
   std::vector<int> node_of;       // dense node id of every context rank
   int nnodes = 1;
+  size_t max_chunk = 0;           // elements per MPI call (tsr_context_config.max_chunk), 1..INT_MAX
   tsr::Ledger ledger;
   std::unique_ptr<tsr::MpiBackend> backend;
   std::unique_ptr<tsr::Comm> world;  // transport view of `comm`
