@@ -191,6 +191,15 @@ TEST(BadInput, Contexts) {
     all(tsr_context_create_ex(MPI_COMM_WORLD, &cfg, &c), kInv, "create_ex, ranks_per_node differs",
         "'config->ranks_per_node' differs");
   }
+  cfg = TSR_CONTEXT_CONFIG_INIT;
+  cfg.max_chunk = last() ? static_cast<size_t>(INT_MAX) + 1 : 0;
+  all(tsr_context_create_ex(MPI_COMM_WORLD, &cfg, &c), kInv, "create_ex, max_chunk beyond INT_MAX on one rank",
+      "'config->max_chunk'");
+  if (world_size() > 1) {
+    cfg.max_chunk = last() ? 7 : 8;
+    all(tsr_context_create_ex(MPI_COMM_WORLD, &cfg, &c), kInv, "create_ex, max_chunk differs",
+        "'config->max_chunk' differs");
+  }
   EXPECT_EQ(c, nullptr);
   here(tsr_context_destroy(nullptr), kInv, "destroy(NULL)");
   tsr_context st = stale<tsr_context>();
