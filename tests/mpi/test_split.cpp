@@ -1,7 +1,7 @@
 // Issue 15, counts beyond INT_MAX: a transfer of more elements than the
 // context's max_chunk is split into several MPI calls (lib/transport.cpp).
 // A real 2^31-element transfer does not fit this test's memory and time, so
-// the split path is exercised with max_chunk = 7 (and 1, 2): every
+// the split path is exercised with max_chunk = 7 and 2: every
 // point-to-point and collective call of the transport, blocking and
 // nonblocking, odd counts, must give the same bytes as the unsplit call on a
 // context with the default max_chunk, and charge exactly the same counters
@@ -253,7 +253,8 @@ TEST_P(Split, Collectives) {
     // Split calls: one MPI request per chunk of each block.
     size_t chunks = 0;
     for (int r = 0; r < p; ++r) chunks += (counts[r] + T() - 1) / T();
-    const bool vsplit = (end > T() || counts[p - 1] > T()) && chunks > 1;
+    // (On one rank allgatherv is a local copy: no MPI call at all.)
+    const bool vsplit = (end > T() || counts[p - 1] > T()) && chunks > 1 && p > 1;
     const bool rsplit = total > T() && chunks > 1;
     check("allgatherv " + w, [&](const tsr::Comm& c, tsr::Request* req) {
       std::vector<int64_t> s = pattern<int64_t>(counts[me], me, 12), r(end, -1);
@@ -358,7 +359,7 @@ TEST_P(Split, PublicCollectivesAndRingExchange) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(MaxChunk, Split, ::testing::Values(size_t{7}, size_t{1}, size_t{2}),
+INSTANTIATE_TEST_SUITE_P(MaxChunk, Split, ::testing::Values(size_t{7}, size_t{2}),
                          [](const ::testing::TestParamInfo<size_t>& i) { return "max_chunk_" + std::to_string(i.param); });
 
 // The setting: 0 is the default (INT_MAX), above INT_MAX is refused, and
