@@ -229,7 +229,7 @@ TEST_P(Split, Collectives) {
       settle(c, req);
       return raw(r);
     }, blocks);
-    for (int r = 0; r < p; ++r) {
+    for (int r = 0; r < p && n > 0; ++r) {  // (memcmp of no bytes still needs pointers)
       const std::vector<int32_t> want = pattern<int32_t>(n, r, 10);
       EXPECT_EQ(std::memcmp(ag.data() + r * n * 4, want.data(), n * 4), 0) << w << " block " << r;
     }
