@@ -2,6 +2,7 @@
 #include "ring.hpp"
 
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <string>
@@ -48,9 +49,9 @@ tsr_status RingExchange::prepare() {
     if (b.counts.size() != static_cast<size_t>(p))
       return fail(TSR_ERR_INTERNAL, "ring buffer %zu has %zu counts for %d ranks", i, b.counts.size(), p);
     const size_t m = max_count(b);
-    if (m > static_cast<size_t>(INT_MAX))
-      return fail(TSR_ERR_UNSUPPORTED, "a block of ring buffer %zu has %zu elements, more than INT_MAX (one message)",
-                  i, m);
+    if (m > static_cast<size_t>(PTRDIFF_MAX) / tsr_dtype_size(b.type))
+      return fail(TSR_ERR_UNSUPPORTED, "a block of ring buffer %zu has %zu elements, more than the largest buffer "
+                  "(PTRDIFF_MAX bytes)", i, m);
     first_slot_.push_back(slots_.size());
     // Circulate: the receive slots alternate over p-1 hops (one slot at p = 2).
     // Accumulate: contribution, incoming sum, outgoing sum (no third at p = 2).
@@ -365,9 +366,10 @@ tsr_status tsr_ring_exchange(tsr_ring ring, const tsr_ring_buffer* buffers, int 
                            "not %s", i, tsr::dtype_name(b.type));
         if (b.count > 0 && b.data == nullptr)
           return tsr::fail(TSR_ERR_INVALID_ARG, "buffers[%d].data is NULL with count = %zu", i, b.count);
-        if (b.count > static_cast<size_t>(INT_MAX))
-          return tsr::fail(TSR_ERR_UNSUPPORTED, "buffers[%d].count = %zu exceeds INT_MAX elements (one message)", i,
-                           b.count);
+        if (b.count > static_cast<size_t>(PTRDIFF_MAX) / tsr_dtype_size(b.type))
+          return tsr::fail(TSR_ERR_UNSUPPORTED, "buffers[%d].count = %zu: more bytes than the largest buffer "
+                           "(PTRDIFF_MAX); any smaller count is moved, split into messages of at most the "
+                           "context's max_chunk elements", i, b.count);
       }
       return TSR_SUCCESS;
     }();

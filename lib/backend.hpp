@@ -1,7 +1,12 @@
 // Backends move bytes; the transport (transport.hpp) decides what to move and
 // charges the ledger. A backend implements every primitive for the buffers it
 // can reach (host memory for MPI; device memory for NCCL or CUDA-aware MPI).
-// req == nullptr means blocking. Counts have been checked to fit an int.
+// req == nullptr means blocking. Counts have been checked to fit an int
+// (the transport splits larger transfers into several calls). In the calls
+// on buffers of one block per rank (allgather, alltoall, gather, scatter),
+// `stride` is the distance in elements between the starts of consecutive
+// blocks in the size-rank buffers: count for a whole call, more for one chunk
+// of a split call (its count elements of each block).
 #pragma once
 
 #include "comm.hpp"
@@ -43,15 +48,15 @@ class Backend {
                                 const int* counts, const int* displs, tsr_dtype type,
                                 Request* req) = 0;
   virtual tsr_status allgather(const Comm& c, const void* sbuf, int count, void* rbuf,
-                               tsr_dtype type, Request* req) = 0;
+                               tsr_dtype type, size_t stride, Request* req) = 0;
   virtual tsr_status reduce_scatter(const Comm& c, const void* sbuf, void* rbuf, const int* counts,
                                     tsr_dtype type, tsr_op op, Request* req) = 0;
   virtual tsr_status alltoall(const Comm& c, const void* sbuf, void* rbuf, int count,
-                              tsr_dtype type, Request* req) = 0;
+                              tsr_dtype type, size_t stride, Request* req) = 0;
   virtual tsr_status gather(const Comm& c, const void* sbuf, int count, void* rbuf,
-                            tsr_dtype type, int root, Request* req) = 0;
+                            tsr_dtype type, int root, size_t stride, Request* req) = 0;
   virtual tsr_status scatter(const Comm& c, const void* sbuf, int count, void* rbuf,
-                             tsr_dtype type, int root, Request* req) = 0;
+                             tsr_dtype type, int root, size_t stride, Request* req) = 0;
   virtual tsr_status wait(const Comm& c, Request* req) = 0;
   virtual tsr_status test(const Comm& c, Request* req, int* done) = 0;
 };
@@ -85,12 +90,12 @@ class MpiBackend final : public Backend {
   tsr_status allreduce(const Comm&, const void*, void*, int, tsr_dtype, tsr_op, Request*) override;
   tsr_status allgatherv(const Comm&, const void*, int, void*, const int*, const int*, tsr_dtype,
                         Request*) override;
-  tsr_status allgather(const Comm&, const void*, int, void*, tsr_dtype, Request*) override;
+  tsr_status allgather(const Comm&, const void*, int, void*, tsr_dtype, size_t, Request*) override;
   tsr_status reduce_scatter(const Comm&, const void*, void*, const int*, tsr_dtype, tsr_op,
                             Request*) override;
-  tsr_status alltoall(const Comm&, const void*, void*, int, tsr_dtype, Request*) override;
-  tsr_status gather(const Comm&, const void*, int, void*, tsr_dtype, int, Request*) override;
-  tsr_status scatter(const Comm&, const void*, int, void*, tsr_dtype, int, Request*) override;
+  tsr_status alltoall(const Comm&, const void*, void*, int, tsr_dtype, size_t, Request*) override;
+  tsr_status gather(const Comm&, const void*, int, void*, tsr_dtype, int, size_t, Request*) override;
+  tsr_status scatter(const Comm&, const void*, int, void*, tsr_dtype, int, size_t, Request*) override;
   tsr_status wait(const Comm&, Request*) override;
   tsr_status test(const Comm&, Request*, int*) override;
 

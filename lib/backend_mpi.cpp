@@ -48,6 +48,47 @@ void* in_place(const void* sbuf, void* rbuf) {
   return sbuf == rbuf ? MPI_IN_PLACE : const_cast<void*>(sbuf);
 }
 
+// The per-rank block of a size-rank buffer: `count` elements of `type`, the
+// next block `stride` elements further. For a whole call (stride == count)
+// that is count plain elements; for one chunk of a split call, one element
+// of a derived type (count elements, extent stride elements), so that MPI
+// sees only int counts and byte displacements (MPI_Aint) however large the
+// buffer. Frees the derived type when it goes (MPI keeps it for operations
+// in flight).
+class Block {
+ public:
+  Block(tsr_dtype type, int count, size_t stride) : n_(count), t_(mpi_type(type)) {
+    if (stride == static_cast<size_t>(count)) return;
+    MPI_Datatype contig = MPI_DATATYPE_NULL;
+    rc_ = MPI_Type_contiguous(count, mpi_type(type), &contig);
+    if (rc_ == MPI_SUCCESS) {
+      rc_ = MPI_Type_create_resized(contig, 0, static_cast<MPI_Aint>(stride * tsr_dtype_size(type)), &own_);
+      MPI_Type_free(&contig);
+    }
+    if (rc_ == MPI_SUCCESS) rc_ = MPI_Type_commit(&own_);
+    t_ = own_;
+    n_ = 1;
+  }
+  ~Block() {
+    if (own_ != MPI_DATATYPE_NULL) MPI_Type_free(&own_);
+  }
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+  int rc() const { return rc_; }
+  int count() const { return n_; }
+  MPI_Datatype type() const { return t_; }
+
+ private:
+  int n_;
+  MPI_Datatype t_;
+  MPI_Datatype own_ = MPI_DATATYPE_NULL;
+  int rc_ = MPI_SUCCESS;
+};
+
+#define TSR_BLOCK(b, type, count, stride)                                     \
+  Block b(type, count, stride);                                               \
+  if (b.rc() != MPI_SUCCESS) return mpi_fail(b.rc(), "MPI_Type_create_resized")
+
 }  // namespace
 
 #define TSR_MPI_CALL(blocking, nonblocking)                        \
@@ -130,13 +171,13 @@ tsr_status MpiBackend::allgatherv(const Comm& c, const void* sbuf, int count, vo
 }
 
 tsr_status MpiBackend::allgather(const Comm& c, const void* sbuf, int count, void* rbuf, tsr_dtype type,
-                                 Request* req) {
+                                 size_t stride, Request* req) {
   const size_t e = tsr_dtype_size(type);
-  const void* s = static_cast<const char*>(rbuf) + static_cast<size_t>(c.rank()) * static_cast<size_t>(count) * e ==
-                          sbuf
+  const void* s = static_cast<const char*>(rbuf) + static_cast<size_t>(c.rank()) * stride * e == sbuf
                       ? MPI_IN_PLACE : sbuf;
-  TSR_MPI_CALL(MPI_Allgather(s, count, mpi_type(type), rbuf, count, mpi_type(type), c.mpi()),
-               MPI_Iallgather(s, count, mpi_type(type), rbuf, count, mpi_type(type), c.mpi(), &req->mpi));
+  TSR_BLOCK(b, type, count, stride);
+  TSR_MPI_CALL(MPI_Allgather(s, count, mpi_type(type), rbuf, b.count(), b.type(), c.mpi()),
+               MPI_Iallgather(s, count, mpi_type(type), rbuf, b.count(), b.type(), c.mpi(), &req->mpi));
 }
 
 tsr_status MpiBackend::reduce_scatter(const Comm& c, const void* sbuf, void* rbuf, const int* counts, tsr_dtype type,
@@ -145,33 +186,43 @@ tsr_status MpiBackend::reduce_scatter(const Comm& c, const void* sbuf, void* rbu
                MPI_Ireduce_scatter(sbuf, rbuf, counts, mpi_type(type), op(type, o), c.mpi(), &req->mpi));
 }
 
-tsr_status MpiBackend::alltoall(const Comm& c, const void* sbuf, void* rbuf, int count, tsr_dtype type, Request* req) {
-  TSR_MPI_CALL(MPI_Alltoall(sbuf, count, mpi_type(type), rbuf, count, mpi_type(type), c.mpi()),
-               MPI_Ialltoall(sbuf, count, mpi_type(type), rbuf, count, mpi_type(type), c.mpi(), &req->mpi));
+tsr_status MpiBackend::alltoall(const Comm& c, const void* sbuf, void* rbuf, int count, tsr_dtype type,
+                                size_t stride, Request* req) {
+  TSR_BLOCK(b, type, count, stride);
+  TSR_MPI_CALL(MPI_Alltoall(sbuf, b.count(), b.type(), rbuf, b.count(), b.type(), c.mpi()),
+               MPI_Ialltoall(sbuf, b.count(), b.type(), rbuf, b.count(), b.type(), c.mpi(), &req->mpi));
 }
 
 tsr_status MpiBackend::gather(const Comm& c, const void* sbuf, int count, void* rbuf, tsr_dtype type, int root,
-                              Request* req) {
-  TSR_MPI_CALL(MPI_Gather(sbuf, count, mpi_type(type), rbuf, count, mpi_type(type), root, c.mpi()),
-               MPI_Igather(sbuf, count, mpi_type(type), rbuf, count, mpi_type(type), root, c.mpi(), &req->mpi));
+                              size_t stride, Request* req) {
+  TSR_BLOCK(b, type, count, stride);
+  TSR_MPI_CALL(MPI_Gather(sbuf, count, mpi_type(type), rbuf, b.count(), b.type(), root, c.mpi()),
+               MPI_Igather(sbuf, count, mpi_type(type), rbuf, b.count(), b.type(), root, c.mpi(), &req->mpi));
 }
 
 tsr_status MpiBackend::scatter(const Comm& c, const void* sbuf, int count, void* rbuf, tsr_dtype type, int root,
-                               Request* req) {
-  TSR_MPI_CALL(MPI_Scatter(sbuf, count, mpi_type(type), rbuf, count, mpi_type(type), root, c.mpi()),
-               MPI_Iscatter(sbuf, count, mpi_type(type), rbuf, count, mpi_type(type), root, c.mpi(), &req->mpi));
+                               size_t stride, Request* req) {
+  TSR_BLOCK(b, type, count, stride);
+  TSR_MPI_CALL(MPI_Scatter(sbuf, b.count(), b.type(), rbuf, count, mpi_type(type), root, c.mpi()),
+               MPI_Iscatter(sbuf, b.count(), b.type(), rbuf, count, mpi_type(type), root, c.mpi(), &req->mpi));
 }
 
 tsr_status MpiBackend::wait(const Comm&, Request* req) {
-  if (!req->active()) return TSR_SUCCESS;
-  TSR_MPI_TRY(MPI_Wait(&req->mpi, MPI_STATUS_IGNORE));
+  if (req->mpi != MPI_REQUEST_NULL) TSR_MPI_TRY(MPI_Wait(&req->mpi, MPI_STATUS_IGNORE));
+  if (!req->parts.empty()) {
+    TSR_MPI_TRY(MPI_Waitall(static_cast<int>(req->parts.size()), req->parts.data(), MPI_STATUSES_IGNORE));
+    req->parts.clear();
+  }
   return TSR_SUCCESS;
 }
 
 tsr_status MpiBackend::test(const Comm&, Request* req, int* done) {
   *done = 1;
-  if (!req->active()) return TSR_SUCCESS;
-  TSR_MPI_TRY(MPI_Test(&req->mpi, done, MPI_STATUS_IGNORE));
+  if (req->mpi != MPI_REQUEST_NULL) TSR_MPI_TRY(MPI_Test(&req->mpi, done, MPI_STATUS_IGNORE));
+  if (*done && !req->parts.empty()) {
+    TSR_MPI_TRY(MPI_Testall(static_cast<int>(req->parts.size()), req->parts.data(), done, MPI_STATUSES_IGNORE));
+    if (*done) req->parts.clear();
+  }
   return TSR_SUCCESS;
 }
 

@@ -1,6 +1,7 @@
 // Public accounted collectives on a grid axis: check locally, agree on the
 // axis (status and a digest of the arguments), then call the transport.
 #include <climits>
+#include <cstdint>
 #include <vector>
 
 #include "core.hpp"
@@ -21,15 +22,21 @@ tsr_status axis_of(tsr_grid grid, tsr_grid_axis axis, const Comm** comm) {
   return TSR_SUCCESS;
 }
 
-tsr_status check_common(tsr_dtype type, size_t count, const void* a, const char* an, const void* b, const char* bn) {
+// blocks: how many blocks of count elements the largest buffer holds (the
+// axis size for allgather, reduce-scatter and all-to-all). Any count whose
+// buffer can exist is moved (split into chunks of at most the context's
+// max_chunk elements per MPI call where needed, see transport.hpp).
+tsr_status check_common(tsr_dtype type, size_t count, const void* a, const char* an, const void* b, const char* bn,
+                        size_t blocks = 1) {
   if (count == TSR_COUNT_INVALID)
     return fail(TSR_ERR_SHAPE, "argument 'count' is TSR_COUNT_INVALID: the caller found a size error on this rank");
   if (!dtype_valid(type)) return fail(TSR_ERR_INVALID_ARG, "argument 'type' = %d is not a tsr_dtype", static_cast<int>(type));
   if (count > 0 && a == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL with count = %zu", an, count);
   if (count > 0 && bn != nullptr && b == nullptr)
     return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL with count = %zu", bn, count);
-  if (count > static_cast<size_t>(INT_MAX))
-    return fail(TSR_ERR_UNSUPPORTED, "argument 'count' = %zu exceeds INT_MAX elements (one MPI call)", count);
+  if (count > static_cast<size_t>(PTRDIFF_MAX) / tsr_dtype_size(type) / blocks)
+    return fail(TSR_ERR_UNSUPPORTED, "argument 'count' = %zu: %zu block(s) of that many %zu-byte elements exceed "
+                "the largest buffer (PTRDIFF_MAX bytes)", count, blocks, tsr_dtype_size(type));
   return TSR_SUCCESS;
 }
 
@@ -94,7 +101,9 @@ tsr_status tsr_allgather(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, si
                          tsr_dtype type) {
   tsr_status st = tsr::run(
       grid, axis, tsr::named(3, count, type),
-      [&](const tsr::Comm&) { return tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"); },
+      [&](const tsr::Comm& c) {
+        return tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf", static_cast<size_t>(c.size()));
+      },
       [&](const tsr::Comm& c) { return tsr::allgather(c, sbuf, count, rbuf, type); });
   return finish(tsr::ctx_of(grid), "tsr_allgather", st);
 }
@@ -103,8 +112,8 @@ tsr_status tsr_reduce_scatter(tsr_grid grid, tsr_grid_axis axis, const void* sbu
                               tsr_dtype type, tsr_op op) {
   tsr_status st = tsr::run(
       grid, axis, tsr::named(4, count, type, op, "op"),
-      [&](const tsr::Comm&) {
-        TSR_TRY(tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"));
+      [&](const tsr::Comm& c) {
+        TSR_TRY(tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf", static_cast<size_t>(c.size())));
         if (sbuf == rbuf && count > 0)
           return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'sbuf' and 'rbuf' are the same buffer; "
                            "tsr_reduce_scatter is not in place");
@@ -118,8 +127,8 @@ tsr_status tsr_alltoall(tsr_grid grid, tsr_grid_axis axis, const void* sbuf, voi
                         tsr_dtype type) {
   tsr_status st = tsr::run(
       grid, axis, tsr::named(5, count, type),
-      [&](const tsr::Comm&) {
-        TSR_TRY(tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf"));
+      [&](const tsr::Comm& c) {
+        TSR_TRY(tsr::check_common(type, count, sbuf, "sbuf", rbuf, "rbuf", static_cast<size_t>(c.size())));
         if (sbuf == rbuf && count > 0)
           return tsr::fail(TSR_ERR_INVALID_ARG, "arguments 'sbuf' and 'rbuf' are the same buffer; "
                            "tsr_alltoall is not in place");

@@ -15,11 +15,14 @@ namespace tsr {
 class Backend;
 class MpiBackend;
 
-// A nonblocking operation in flight.
+// A nonblocking operation in flight. A transfer split into chunks (more
+// elements than the context's max_chunk, see transport.hpp) is several MPI
+// operations: the first in `mpi`, the others in `parts`.
 struct Request {
   MPI_Request mpi = MPI_REQUEST_NULL;
-  std::vector<int> scratch;  // count/displacement arrays MPI reads until completion
-  bool active() const { return mpi != MPI_REQUEST_NULL; }
+  std::vector<MPI_Request> parts;  // the further chunks of a split operation
+  std::vector<int> scratch;        // count/displacement arrays MPI reads until completion
+  bool active() const { return mpi != MPI_REQUEST_NULL || !parts.empty(); }
 };
 
 // A communicator as the transport sees it: the MPI communicator, the class of
@@ -48,6 +51,10 @@ class Comm {
   // lets the point-to-point hot path call it without virtual dispatch.
   MpiBackend* host_mpi() const { return host_mpi_; }
   tsr_context_s* context() const { return ctx_; }
+  // The most elements one MPI call of this communicator is given (the
+  // context's tsr_context_config.max_chunk; INT_MAX by default). Larger
+  // transfers are split (transport.hpp).
+  size_t max_chunk() const { return max_chunk_; }
 
  private:
   Comm() = default;
@@ -60,6 +67,7 @@ class Comm {
   Backend* backend_ = nullptr;
   MpiBackend* host_mpi_ = nullptr;
   Ledger* ledger_ = nullptr;
+  size_t max_chunk_ = 0;
 };
 
 }  // namespace tsr

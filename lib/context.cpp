@@ -2,6 +2,8 @@
 #include "context.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstddef>
 #include <new>
 
 #include "core.hpp"
@@ -24,6 +26,7 @@ tsr_status Comm::wrap(tsr_context_s* ctx, MPI_Comm comm, bool owned, std::unique
   c->backend_ = ctx->backend.get();
   c->host_mpi_ = ctx->backend.get();
   c->ledger_ = &ctx->ledger;
+  c->max_chunk_ = ctx->max_chunk;
   TSR_MPI_TRY(MPI_Comm_rank(comm, &c->rank_));
   TSR_MPI_TRY(MPI_Comm_size(comm, &c->size_));
   const size_t n = static_cast<size_t>(c->size_);
@@ -101,15 +104,22 @@ tsr_status create(MPI_Comm comm, const tsr_context_config* config, tsr_context* 
   // Local checks of the config; agreed on below, after the duplicate exists.
   tsr_status local = out == nullptr ? fail(TSR_ERR_INVALID_ARG, "argument 'ctx' is NULL") : TSR_SUCCESS;
   int rpn = 0;
+  size_t chunk = 0;
   if (local == TSR_SUCCESS && config != nullptr) {
     if (config->magic != TSR_CONFIG_MAGIC || config->size < sizeof(size_t) + sizeof(unsigned))
       local = fail(TSR_ERR_INVALID_ARG,
                    "argument 'config' was not initialised with TSR_CONTEXT_CONFIG_INIT");
     else if (config->size >= offsetof(tsr_context_config, ranks_per_node) + sizeof(int))
       rpn = config->ranks_per_node;
+    if (local == TSR_SUCCESS && config->size >= offsetof(tsr_context_config, max_chunk) + sizeof(size_t))
+      chunk = config->max_chunk;
     if (local == TSR_SUCCESS && rpn < 0)
       local = fail(TSR_ERR_INVALID_ARG, "argument 'config->ranks_per_node' is %d; expected >= 0", rpn);
+    if (local == TSR_SUCCESS && chunk > static_cast<size_t>(INT_MAX))
+      local = fail(TSR_ERR_INVALID_ARG, "argument 'config->max_chunk' is %zu; expected 0 (default: INT_MAX) to "
+                   "INT_MAX elements", chunk);
   }
+  if (chunk == 0) chunk = static_cast<size_t>(INT_MAX);
 
   std::unique_ptr<tsr_context_s> ctx(new (std::nothrow) tsr_context_s());
   if (!ctx && local == TSR_SUCCESS) local = fail(TSR_ERR_NO_MEMORY, "allocating a context");
@@ -121,12 +131,15 @@ tsr_status create(MPI_Comm comm, const tsr_context_config* config, tsr_context* 
     return mpi_fail(rc, "MPI_Comm_set_errhandler");
   }
   // Settings that differ across ranks would give different node maps.
-  tsr_status st = agree_raw(dup, nullptr, local, std::vector<Same>{{"config->ranks_per_node", rpn}});
+  tsr_status st = agree_raw(dup, nullptr, local,
+                            std::vector<Same>{{"config->ranks_per_node", rpn},
+                                              {"config->max_chunk", static_cast<int64_t>(chunk)}});
   if (st != TSR_SUCCESS) {
     MPI_Comm_free(&dup);
     return st;
   }
   ctx->comm = dup;
+  ctx->max_chunk = chunk;
   MPI_Comm_rank(dup, &ctx->rank);
   MPI_Comm_size(dup, &ctx->size);
   st = detect_nodes(ctx.get(), rpn);

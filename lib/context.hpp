@@ -32,6 +32,7 @@ struct tsr_context_s {
   int nnodes = 1;
   // The default objective of the planners (tsr_context_set_objective).
   int objective = 0;  // TSR_OBJECTIVE_TIME
+  size_t max_chunk = 0;           // elements per MPI call (tsr_context_config.max_chunk), 1..INT_MAX
   tsr::Ledger ledger;
   std::unique_ptr<tsr::MpiBackend> backend;
   std::unique_ptr<tsr::Comm> world;  // transport view of `comm`

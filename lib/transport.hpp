@@ -10,6 +10,16 @@
 // wait()/wait_all(). A call is charged once the backend has accepted (started)
 // it; a call rejected by a check or by MPI is not charged. In-place
 // forms: pass the same pointer as send and receive buffer where noted.
+//
+// Large counts: counts are size_t. A transfer of more elements than the
+// communicator's max_chunk() (INT_MAX unless the context's
+// tsr_context_config.max_chunk says less) is split into several MPI calls of
+// at most that many elements each (for the calls on one block per rank, at
+// most max_chunk elements in all ranks' blocks together, and at least one
+// element per rank), all started before a nonblocking call returns; the
+// ledger charges the logical call once, exactly as if it were one. A split
+// message must be received with the count it was sent with (below the
+// threshold, as in MPI, a receive may be larger than the message).
 #pragma once
 
 #include <climits>
@@ -37,14 +47,20 @@ inline uint64_t bytes_of(size_t count, tsr_dtype type) {
 // names the first bad argument.
 inline bool p2p_ok(const Comm& c, const void* buf, size_t count, tsr_dtype type, int peer) {
   return static_cast<unsigned>(type) <= static_cast<unsigned>(TSR_BFLOAT16) && (buf != nullptr || count == 0) &&
-         count <= static_cast<size_t>(INT_MAX) && static_cast<unsigned>(peer) < static_cast<unsigned>(c.size());
+         count <= c.max_chunk() && static_cast<unsigned>(peer) < static_cast<unsigned>(c.size());
 }
 tsr_status p2p_error(const Comm& c, const void* buf, size_t count, tsr_dtype type, int peer);
+// The slow path of send and recv: bad arguments (an error naming the first),
+// or a message of more than max_chunk() elements, moved as several.
+tsr_status send_split(const Comm& c, const void* buf, size_t count, tsr_dtype type, int peer, int tag,
+                      Request* req, Traffic t);
+tsr_status recv_split(const Comm& c, void* buf, size_t count, tsr_dtype type, int peer, int tag, Request* req,
+                      Traffic t);
 }  // namespace detail
 
 inline tsr_status send(const Comm& c, const void* buf, size_t count, tsr_dtype type, int peer, int tag,
                        Request* req = nullptr, Traffic t = Traffic::data) {
-  if (!detail::p2p_ok(c, buf, count, type, peer)) return detail::p2p_error(c, buf, count, type, peer);
+  if (!detail::p2p_ok(c, buf, count, type, peer)) return detail::send_split(c, buf, count, type, peer, tag, req, t);
   MpiBackend* host = c.host_mpi();
   const int n = static_cast<int>(count);
   const tsr_status st = host ? host->send(c, buf, n, type, peer, tag, req) : c.backend().send(c, buf, n, type, peer, tag, req);
@@ -58,7 +74,7 @@ inline tsr_status send(const Comm& c, const void* buf, size_t count, tsr_dtype t
 
 inline tsr_status recv(const Comm& c, void* buf, size_t count, tsr_dtype type, int peer, int tag,
                        Request* req = nullptr, Traffic t = Traffic::data) {
-  if (!detail::p2p_ok(c, buf, count, type, peer)) return detail::p2p_error(c, buf, count, type, peer);
+  if (!detail::p2p_ok(c, buf, count, type, peer)) return detail::recv_split(c, buf, count, type, peer, tag, req, t);
   MpiBackend* host = c.host_mpi();
   const int n = static_cast<int>(count);
   const tsr_status st = host ? host->recv(c, buf, n, type, peer, tag, req) : c.backend().recv(c, buf, n, type, peer, tag, req);

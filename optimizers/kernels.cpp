@@ -142,6 +142,30 @@ TSR_INLINE Sums lars_norms_t(const G* __restrict g, const float* __restrict w, s
   return fold(sa, sb, sc);
 }
 
+template <class G>
+TSR_INLINE Sums lars_unorm_t(const G* __restrict g, const float* __restrict w, const float* __restrict v, size_t n,
+                             const LarsCoef& cref) {
+  const float gs = cref.gs, wd = cref.wd, mu = cref.mu, a = cref.a;
+  const bool has_v = cref.has_v, nesterov = cref.nesterov;
+  double sa[kLanes] = {}, sb[kLanes] = {}, sc[kLanes] = {};
+  for (size_t i = 0; i < n; ++i) {
+    const int j = static_cast<int>(i % kLanes);
+    const float gr = ld(g[i]), x = w[i];
+    const float d = gs * gr + wd * x;
+    float upd;
+    if (has_v) {
+      const float vn = mu * v[i] + a * d;
+      upd = nesterov ? mu * vn + a * d : vn;
+    } else {
+      upd = a * d;
+    }
+    sa[j] += static_cast<double>(gr) * gr;
+    sb[j] += static_cast<double>(x) * x;
+    sc[j] += static_cast<double>(upd) * upd;
+  }
+  return fold(sa, sb, sc);
+}
+
 template <class G, bool HasV, bool Nesterov, bool Out>
 TSR_INLINE void lars_update_t(const G* __restrict g, float* __restrict w, float* __restrict v, uint16_t* __restrict p,
                               size_t n, const LarsCoef& cref) {
@@ -207,6 +231,12 @@ TSR_CLONES void lamb_update_bf16(const uint16_t* g, float* w, float* m, float* v
 
 TSR_CLONES Sums lars_norms_f32(const float* g, const float* w, size_t n) { return lars_norms_t(g, w, n); }
 TSR_CLONES Sums lars_norms_bf16(const uint16_t* g, const float* w, size_t n) { return lars_norms_t(g, w, n); }
+TSR_CLONES Sums lars_unorm_f32(const float* g, const float* w, const float* v, size_t n, const LarsCoef& c) {
+  return lars_unorm_t(g, w, v, n, c);
+}
+TSR_CLONES Sums lars_unorm_bf16(const uint16_t* g, const float* w, const float* v, size_t n, const LarsCoef& c) {
+  return lars_unorm_t(g, w, v, n, c);
+}
 TSR_CLONES void lars_update_f32(const float* g, float* w, float* v, size_t n, const LarsCoef& c) {
   lars_dispatch<float, false>(g, w, v, nullptr, n, c);
 }

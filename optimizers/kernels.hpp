@@ -63,6 +63,11 @@ void lamb_update_bf16(const uint16_t* g, float* w, float* m, float* v, uint16_t*
 // LARS pass A: {sum G^2, sum w^2, sum G*w}.
 Sums lars_norms_f32(const float* g, const float* w, size_t n);
 Sums lars_norms_bf16(const uint16_t* g, const float* w, size_t n);
+// LARS pass A of the "popular" momentum (TSR_OPT_MOMENTUM_MODE 2, SimCLR
+// classic_momentum=False), with c.a = 1: {sum G^2, sum w^2, sum upd^2},
+// upd as pass B will compute it (float32) from g, w and v; writes nothing.
+Sums lars_unorm_f32(const float* g, const float* w, const float* v, size_t n, const LarsCoef& c);
+Sums lars_unorm_bf16(const uint16_t* g, const float* w, const float* v, size_t n, const LarsCoef& c);
 // LARS pass B: updates v (if c.has_v) and w; p as for LAMB.
 void lars_update_f32(const float* g, float* w, float* v, size_t n, const LarsCoef& c);
 void lars_update_bf16(const uint16_t* g, float* w, float* v, uint16_t* p, size_t n, const LarsCoef& c);

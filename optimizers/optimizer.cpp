@@ -199,7 +199,8 @@ LambCoef lamb_coef(const Values& h, int64_t t, double gs) {
   c.bc1 = static_cast<float>(bc ? 1.0 / (1.0 - std::pow(b1, td)) : 1.0);
   c.bc2 = static_cast<float>(bc ? 1.0 / (1.0 - std::pow(b2, td)) : 1.0);
   const double eps = h[TSR_OPT_EPS];
-  c.ei = static_cast<float>(h[TSR_OPT_EPS_MODE] == 1 ? eps : 0.0);
+  // optax's eps_root inside the square root, with eps outside (or inside too).
+  c.ei = static_cast<float>(h[TSR_OPT_EPS_ROOT] + (h[TSR_OPT_EPS_MODE] == 1 ? eps : 0.0));
   c.eo = static_cast<float>(h[TSR_OPT_EPS_MODE] == 1 ? 0.0 : eps);
   return c;
 }
@@ -237,6 +238,11 @@ class Stepper {
     esize_ = tsr_dtype_size(o_.type);
     bf16_ = o_.type == TSR_BFLOAT16;
     lamb_ = o_.kind == TSR_OPT_LAMB;
+    popular_.assign(ng_, 0);
+    unorm_ = lamb_;
+    if (!lamb_)
+      for (size_t g = 0; g < ng_; ++g)
+        if (o_.hyper[g][TSR_OPT_MOMENTUM_MODE] == 2) popular_[g] = 1, unorm_ = true;
     const Values& h0 = o_.hyper[0];
     scale_ = 1.0 / (h0[TSR_OPT_LOSS_SCALE] * (o_.dist == TSR_OPT_REPLICATED ? 1.0 : o_.nranks));
     adapt_.resize(ng_);
@@ -256,7 +262,9 @@ class Stepper {
     // A at the right scale; otherwise run pass A at clip factor 1 and, only if
     // clipping then scales, the update norms again (pass A').
     const double maxn = h0[TSR_OPT_MAX_GRAD_NORM];
-    const bool norm_first = lamb_ && maxn > 0 && o_.last_clipped;
+    // (So for LARS groups with the "popular" momentum, whose ratio needs the
+    // norm of the momentum update: unorm_.)
+    const bool norm_first = unorm_ && maxn > 0 && o_.last_clipped;
 
     // 1. Gradients in, and the first pass over them.
     coefs(scale_);
@@ -314,7 +322,7 @@ class Stepper {
 
     // 3. Pass A ran at clip factor 1 but clipping scales: LAMB needs the
     // update norms at the clipped scale (LARS gets them from the sums).
-    if (!norm_first && o_.clip != 1.0 && lamb_) {
+    if (!norm_first && o_.clip != 1.0 && unorm_) {
       coefs(gs_);
       pass_a(0, o_.items.size(), false);
       o_.passes += 1;
@@ -325,6 +333,7 @@ class Stepper {
         o_.norm_allreduces += 1;
       }
       for (size_t g = 0; g < ng_; ++g) {
+        if (!lamb_ && !popular_[g]) continue;  // classic LARS: its sums hold at any scale
         if (adapt_[g] && !std::isfinite(usums_[g])) return skip("group %zu: the update norm is not finite", g);
         sums_[3 * g + 2] = usums_[g];
       }
@@ -377,6 +386,23 @@ class Stepper {
   void coefs(double gs) {
     lcoef_.resize(ng_);
     for (size_t g = 0; g < ng_; ++g) lcoef_[g] = lamb_coef(o_.hyper[g], t_, gs);
+    if (!lamb_) {  // pass A of the "popular" LARS momentum: the update at this scale
+      pcoef_.resize(ng_);
+      for (size_t g = 0; g < ng_; ++g) pcoef_[g] = popular_coef(o_.hyper[g], gs);
+    }
+  }
+
+  // LARS "popular" momentum (MOMENTUM_MODE 2): v' = mu*v + d, w -= (lr*r)*upd.
+  static LarsCoef popular_coef(const Values& h, double gs) {
+    LarsCoef c{};
+    c.gs = static_cast<float>(gs);
+    c.wd = static_cast<float>(decay_of(h));
+    c.mu = static_cast<float>(h[TSR_OPT_MOMENTUM]);
+    c.a = 1.0f;
+    c.b = 0.0f;
+    c.nesterov = h[TSR_OPT_NESTEROV] == 1;
+    c.has_v = h[TSR_OPT_MOMENTUM] != 0;
+    return c;
   }
 
   // Pass A over items [a, b): all = G^2, w^2 and u^2 (LAMB) or G^2, w^2, G*w
@@ -392,7 +418,8 @@ class Stepper {
       const uint64_t ge = esize_;
       if (!ad) bytes += all && plain ? k * ge : 0;
       else if (lamb) bytes += k * (ge + 12);
-      else bytes += k * (ge + 4);
+      else if (popular_[static_cast<size_t>(it.group)]) bytes += k * (ge + 8);
+      else bytes += all ? k * (ge + 4) : 0;
     }
     o_.step_bytes += bytes;
     for_items(o_, a, b, [&](size_t i) {
@@ -415,7 +442,12 @@ class Stepper {
         else
           s = all ? lamb_norms_f32(gptr<float>(bufs_, it.begin), w, m, v, k, c)
                   : lamb_unorm_f32(gptr<float>(bufs_, it.begin), w, m, v, k, c);
-      } else {
+      } else if (popular_[static_cast<size_t>(it.group)]) {
+        const float* v = o_.m.data() + (it.begin - o_.lo);
+        const LarsCoef& c = pcoef_[static_cast<size_t>(it.group)];
+        s = bf16 ? lars_unorm_bf16(gptr<uint16_t>(bufs_, it.begin), w, v, k, c)
+                 : lars_unorm_f32(gptr<float>(bufs_, it.begin), w, v, k, c);
+      } else if (all) {
         s = bf16 ? lars_norms_bf16(gptr<uint16_t>(bufs_, it.begin), w, k) : lars_norms_f32(gptr<float>(bufs_, it.begin), w, k);
       }
     });
@@ -484,6 +516,19 @@ class Stepper {
         kfac_[g] = static_cast<float>(lamb_factor(h, t_, o_.lr[g], r));
       } else {
         const double wd = decay_of(h);
+        if (popular_[g]) {  // SimCLR classic_momentum=False: eta*|w| / (|upd| + eps)
+          if (adapt_[g]) {
+            const double wn = std::sqrt(sums_[3 * g + 1]), un = std::sqrt(sums_[3 * g + 2]);
+            if (wn > 0 && un > 0)
+              r = clampd(h[TSR_OPT_TRUST_COEFF] * wn / (un + h[TSR_OPT_EPS]), h[TSR_OPT_TRUST_MIN],
+                         h[TSR_OPT_TRUST_MAX]);
+          }
+          LarsCoef c = popular_coef(h, gs);
+          c.b = static_cast<float>(o_.lr[g] * r);
+          lcoefs_[g] = c;
+          o_.ratio[g] = r;
+          continue;
+        }
         if (adapt_[g]) {
           const double g2 = sums_[3 * g], w2 = sums_[3 * g + 1], gw = sums_[3 * g + 2];
           const double wn = std::sqrt(w2);
@@ -552,7 +597,9 @@ class Stepper {
   Bufs bufs_{};
   std::vector<char> adapt_;
   std::vector<LambCoef> lcoef_;
-  std::vector<LarsCoef> lcoefs_;
+  std::vector<LarsCoef> lcoefs_, pcoef_;
+  std::vector<char> popular_;  // LARS groups with MOMENTUM_MODE 2
+  bool unorm_ = false;         // some group's ratio needs the update norm (LAMB, popular LARS)
   std::vector<float> kfac_;
   std::vector<double> sums_, usums_;
 };

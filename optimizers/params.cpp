@@ -38,11 +38,12 @@ const ParamInfo kInfo[kParams] = {
     {"TSR_OPT_MOMENTUM", 0, 1, false, true, false, kLarsBit, false},
     {"TSR_OPT_NESTEROV", 0, 1, false, false, true, kLarsBit, false},
     {"TSR_OPT_LARS_DENOM", 0, 1, false, false, true, kLarsBit, false},
-    {"TSR_OPT_MOMENTUM_MODE", 0, 1, false, false, true, kLarsBit, false},
+    {"TSR_OPT_MOMENTUM_MODE", 0, 2, false, false, true, kLarsBit, false},
     {"TSR_OPT_MAX_GRAD_NORM", 0, kInf, false, true, false, kBoth, true},
     {"TSR_OPT_LOSS_SCALE", 0, kInf, true, true, false, kBoth, true},
     {"TSR_OPT_BUCKET_BYTES", 4096, 1073741824.0, false, false, true, kBoth, true},
     {"TSR_OPT_THREADS", 0, 4096, false, false, true, kBoth, true},
+    {"TSR_OPT_EPS_ROOT", 0, kInf, false, true, false, kLambBit, false},
 };
 
 // The values every preset starts from; each preset then sets what its
@@ -73,6 +74,7 @@ Values base() {
   v[TSR_OPT_LOSS_SCALE] = 1;
   v[TSR_OPT_BUCKET_BYTES] = 25.0 * 1024 * 1024;
   v[TSR_OPT_THREADS] = 0;
+  v[TSR_OPT_EPS_ROOT] = 0;
   return v;
 }
 
@@ -124,6 +126,12 @@ std::vector<Preset> make_presets() {
       make(TSR_PRESET_LARS_TIMM, "TSR_PRESET_LARS_TIMM", TSR_OPT_LARS,
            {{TSR_OPT_MOMENTUM, 0}, {TSR_OPT_EPS, 1e-8}, {TSR_OPT_MOMENTUM_MODE, 1}, {TSR_OPT_ADAPT, 2}}),
       make(TSR_PRESET_LARS_OPTAX, "TSR_PRESET_LARS_OPTAX", TSR_OPT_LARS, {{TSR_OPT_LARS_DENOM, 1}}),
+      // SimCLR lars_optimizer.py with classic_momentum=False (the "popular"
+      // form): momentum on the (decayed) gradient, the ratio from the norm of
+      // the momentum update, eeta 1e-3, no epsilon (google-research/simclr
+      // 036ea7ba).
+      make(TSR_PRESET_LARS_SIMCLR_POPULAR, "TSR_PRESET_LARS_SIMCLR_POPULAR", TSR_OPT_LARS,
+           {{TSR_OPT_LARS_DENOM, 1}, {TSR_OPT_MOMENTUM_MODE, 2}, {TSR_OPT_EPS, 0}}),
   };
 }
 

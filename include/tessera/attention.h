@@ -108,7 +108,9 @@ typedef tsr_status (*tsr_ring_step_fn)(const tsr_ring_step* step, void* user);
  * control: agreement before (two 24-byte all-reduces and an all-gather of
  * the counts) and after (one 24-byte all-reduce: the callbacks' verdict).
  * Errors: INVALID_ARG (ring, buffers, fn, types, modes, arguments differing
- * across ranks), UNSUPPORTED (count > INT_MAX), NO_MEMORY, MPI, or the
+ * across ranks), UNSUPPORTED (count beyond PTRDIFF_MAX bytes; larger counts
+ * than INT_MAX are moved in chunks, see tsr_context_config.max_chunk),
+ * NO_MEMORY, MPI, or the
  * status a callback returned. */
 TSR_API tsr_status tsr_ring_exchange(tsr_ring ring, const tsr_ring_buffer* buffers, int nbuffers,
                                      tsr_ring_step_fn fn, void* user);

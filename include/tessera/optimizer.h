@@ -70,7 +70,8 @@ typedef enum tsr_opt_preset {
   TSR_PRESET_LARS_MLPERF = 102,        /* MLPerf ResNet-50 (TF2 / tf.contrib LARS)         */
   TSR_PRESET_LARS_SIMCLR = 103,        /* SimCLR lars_optimizer.py                         */
   TSR_PRESET_LARS_TIMM = 104,          /* timm Lars                                        */
-  TSR_PRESET_LARS_OPTAX = 105          /* optax.lars                                       */
+  TSR_PRESET_LARS_OPTAX = 105,         /* optax.lars                                       */
+  TSR_PRESET_LARS_SIMCLR_POPULAR = 106 /* SimCLR lars_optimizer.py, classic_momentum=False */
 } tsr_opt_preset;
 
 typedef enum tsr_opt_dist {
@@ -113,14 +114,23 @@ typedef enum tsr_opt_param {
   TSR_OPT_LARS_DENOM = 18,    /* group  {0, 1}     trust-ratio denominator: 0 |g| + beta*|w| + eps
                                                    (paper, MLPerf, apex); 1 |g + beta*w| + eps
                                                    (optax, SimCLR)                               */
-  TSR_OPT_MOMENTUM_MODE = 19, /* group  {0, 1}     0 v = m*v + lr*ratio*d, w -= v (paper);
-                                                   1 v = m*v + ratio*d, w -= lr*v (torch SGD)    */
+  TSR_OPT_MOMENTUM_MODE = 19, /* group  {0, 1, 2}  0 v = m*v + lr*ratio*d, w -= v (paper);
+                                                   1 v = m*v + ratio*d, w -= lr*v (torch SGD);
+                                                   2 v = m*v + d, upd = v (Nesterov: m*v + d),
+                                                     ratio = eta*|w| / (|upd| + eps),
+                                                     w -= lr*ratio*upd (SimCLR
+                                                     classic_momentum=False; LARS_DENOM unused) */
   /* global */
   TSR_OPT_MAX_GRAD_NORM = 20, /* global [0, inf)   clip the global gradient norm; 0 = off        */
   TSR_OPT_LOSS_SCALE = 21,    /* global (0, inf)   the gradients are divided by it (loss scaling) */
   TSR_OPT_BUCKET_BYTES = 22,  /* global [4096, 2^30] data parallel: bytes per all-reduce bucket  */
   TSR_OPT_THREADS = 23,       /* global [0, 4096]  OpenMP threads of the kernels; 0 = default    */
-  TSR_OPT_PARAM_COUNT = 24
+  /* LAMB (added in 0.x, issue 15) */
+  TSR_OPT_EPS_ROOT = 24,      /* group  [0, inf)   epsilon inside the square root, with EPS outside:
+                                                   u = m^ / (sqrt(v^ + EPS_ROOT) + EPS) (optax
+                                                   scale_by_adam eps_root; 0 = off). With EPS_MODE
+                                                   1: sqrt(v^ + EPS_ROOT + EPS)                  */
+  TSR_OPT_PARAM_COUNT = 25
 } tsr_opt_param;
 
 /* The valid values of a parameter: lower..upper, each end open or closed,

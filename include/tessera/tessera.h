@@ -113,10 +113,16 @@ typedef struct tsr_context_config {
   int ranks_per_node;       /* 0: detect nodes with MPI_Comm_split_type (default).
                                n > 0: treat ranks [k*n, (k+1)*n) of the communicator
                                as node k (for simulations and tests). */
+  size_t max_chunk;         /* 0: INT_MAX (default). The most elements tessera hands
+                               to one MPI call; a larger transfer (counts are size_t
+                               everywhere) is split into chunks of at most this many
+                               elements, counted once as the one logical transfer
+                               (docs/ACCOUNTING.md). 1 .. INT_MAX; small values
+                               exercise the split path in tests. Same on every rank. */
 } tsr_context_config;
 
 #define TSR_CONFIG_MAGIC 0x7e55e7a1u
-#define TSR_CONTEXT_CONFIG_INIT {sizeof(tsr_context_config), TSR_CONFIG_MAGIC, 0}
+#define TSR_CONTEXT_CONFIG_INIT {sizeof(tsr_context_config), TSR_CONFIG_MAGIC, 0, 0}
 
 /* Create a context over comm. The communicator is borrowed: tessera duplicates
  * it (MPI_Comm_dup), sets MPI_ERRORS_RETURN on the duplicate only, and leaves

@@ -81,7 +81,9 @@ struct RefOptimizer {
       v[i] = b2 * v[i] + (1 - b2) * gi * gi;
       const double mh = bc == 1 ? m[i] / (1 - std::pow(b1, td)) : m[i];
       const double vh = bc == 1 ? v[i] / (1 - std::pow(b2, td)) : v[i];
-      const double den = inside ? std::sqrt(vh + eps) : std::sqrt(vh) + eps;
+      // optax scale_by_adam: mu_hat / (sqrt(nu_hat + eps_root) + eps).
+      const double root = h(g, TSR_OPT_EPS_ROOT);
+      const double den = inside ? std::sqrt(vh + root + eps) : std::sqrt(vh + root) + eps;
       const double ui = mh / den + (l2 ? 0.0 : wd * w[i]);
       u[i - off[g]] = ui;
       wn2 += w[i] * w[i];
@@ -104,6 +106,7 @@ struct RefOptimizer {
   // after (torch), Nesterov.
   void lars(size_t g, const std::vector<double>& grad) {
     const double wd = decay(g), mu = h(g, TSR_OPT_MOMENTUM), eps = h(g, TSR_OPT_EPS);
+    if (h(g, TSR_OPT_MOMENTUM_MODE) == 2) return lars_popular(g, grad);
     double wn2 = 0, gn2 = 0, dn2 = 0;
     for (size_t i = off[g]; i < off[g + 1]; ++i) {
       const double gi = clip * grad[i], di = gi + wd * w[i];
@@ -133,6 +136,37 @@ struct RefOptimizer {
         w[i] -= lr[g] * (nesterov ? r * di + mu * m[i] : m[i]);
       }
       if (mu == 0) m[i] = 0;  // tessera keeps no momentum buffer without momentum
+    }
+  }
+
+  // SimCLR lars_optimizer.py, classic_momentum=False:
+  //   grad += weight_decay * param            (where decay applies)
+  //   next_v = momentum * v + grad
+  //   update = nesterov ? momentum * next_v + grad : next_v
+  //   trust_ratio = eeta * |param| / |update|  (1 where either norm is 0)
+  //   param -= learning_rate * trust_ratio * update
+  // (plus tessera's eps in the denominator and ratio clamp, 0 and none here).
+  void lars_popular(size_t g, const std::vector<double>& grad) {
+    const double wd = decay(g), mu = h(g, TSR_OPT_MOMENTUM), eps = h(g, TSR_OPT_EPS);
+    const bool nesterov = h(g, TSR_OPT_NESTEROV) == 1;
+    std::vector<double> upd(off[g + 1] - off[g]);
+    double wn2 = 0, un2 = 0;
+    for (size_t i = off[g]; i < off[g + 1]; ++i) {
+      const double di = clip * grad[i] + wd * w[i];
+      m[i] = mu * m[i] + di;
+      const double ui = nesterov ? mu * m[i] + di : m[i];
+      upd[i - off[g]] = ui;
+      wn2 += w[i] * w[i];
+      un2 += ui * ui;
+    }
+    double r = 1;
+    const double wn = std::sqrt(wn2), un = std::sqrt(un2);
+    if (adapt(g) && wn > 0 && un > 0)
+      r = clamp(h(g, TSR_OPT_TRUST_COEFF) * wn / (un + eps), h(g, TSR_OPT_TRUST_MIN), h(g, TSR_OPT_TRUST_MAX));
+    ratio[g] = r;
+    for (size_t i = off[g]; i < off[g + 1]; ++i) {
+      w[i] -= lr[g] * r * upd[i - off[g]];
+      if (mu == 0) m[i] = 0;
     }
   }
 };

@@ -191,6 +191,15 @@ TEST(BadInput, Contexts) {
     all(tsr_context_create_ex(MPI_COMM_WORLD, &cfg, &c), kInv, "create_ex, ranks_per_node differs",
         "'config->ranks_per_node' differs");
   }
+  cfg = TSR_CONTEXT_CONFIG_INIT;
+  cfg.max_chunk = last() ? static_cast<size_t>(INT_MAX) + 1 : 0;
+  all(tsr_context_create_ex(MPI_COMM_WORLD, &cfg, &c), kInv, "create_ex, max_chunk beyond INT_MAX on one rank",
+      "'config->max_chunk'");
+  if (world_size() > 1) {
+    cfg.max_chunk = last() ? 7 : 8;
+    all(tsr_context_create_ex(MPI_COMM_WORLD, &cfg, &c), kInv, "create_ex, max_chunk differs",
+        "'config->max_chunk' differs");
+  }
   EXPECT_EQ(c, nullptr);
   here(tsr_context_destroy(nullptr), kInv, "destroy(NULL)");
   tsr_context st = stale<tsr_context>();
@@ -283,7 +292,9 @@ TEST(BadInput, AccountedCollectives) {
   const int p = world_size();
   std::vector<double> a(4 * p, 1.0), b(4 * p, 0.0);
   const auto A = TSR_AXIS_ALL;
-  const size_t big = static_cast<size_t>(INT_MAX) + 1;
+  // More bytes than a buffer can hold (any smaller count is moved, split into
+  // chunks of max_chunk elements: test_transport's Split tests).
+  const size_t big = static_cast<size_t>(PTRDIFF_MAX) / sizeof(double) + 1;
   const tsr_dtype badt = static_cast<tsr_dtype>(99);
   const tsr_op bado = static_cast<tsr_op>(99);
   // NULL and stale grids, bad axis: every rank passes them (no communicator to agree on otherwise).
@@ -306,7 +317,7 @@ TEST(BadInput, AccountedCollectives) {
   all(tsr_allreduce(e.grid, A, a.data(), b.data(), 1, TSR_FLOAT64, me ? bado : TSR_SUM), kInv,
       "allreduce bad op on one rank");
   all(tsr_allreduce(e.grid, A, a.data(), b.data(), me ? big : 1, TSR_FLOAT64, TSR_SUM), TSR_ERR_UNSUPPORTED,
-      "allreduce count > INT_MAX on one rank");
+      "allreduce count beyond PTRDIFF_MAX bytes on one rank");
   all(tsr_allreduce(e.grid, A, a.data(), b.data(), me ? TSR_COUNT_INVALID : 1, TSR_FLOAT64, TSR_SUM), TSR_ERR_SHAPE,
       "allreduce TSR_COUNT_INVALID on one rank");
   all(tsr_allgather(e.grid, A, me ? nullptr : a.data(), 1, b.data(), TSR_FLOAT64), kInv, "allgather NULL on one rank");
@@ -572,8 +583,10 @@ TEST(BadInput, Rings) {
   all(tsr_ring_exchange(e.ring, nullptr, 1, noop, nullptr), kInv, "exchange NULL buffers", "'buffers'");
   all(tsr_ring_exchange(e.ring, &buf, -1, noop, nullptr), kInv, "exchange nbuffers < 0", "'nbuffers'");
   all(tsr_ring_exchange(e.ring, me ? &badt : &buf, 1, noop, nullptr), kInv, "exchange bad type on one rank");
-  tsr_ring_buffer huge{v.data(), static_cast<size_t>(INT_MAX) + 1, TSR_FLOAT32, TSR_RING_CIRCULATE};
-  all(tsr_ring_exchange(e.ring, me ? &huge : &buf, 1, noop, nullptr), TSR_ERR_UNSUPPORTED, "exchange count > INT_MAX");
+  tsr_ring_buffer huge{v.data(), static_cast<size_t>(PTRDIFF_MAX) / sizeof(float) + 1, TSR_FLOAT32,
+                      TSR_RING_CIRCULATE};
+  all(tsr_ring_exchange(e.ring, me ? &huge : &buf, 1, noop, nullptr), TSR_ERR_UNSUPPORTED,
+      "exchange count beyond PTRDIFF_MAX bytes");
   all(tsr_ring_exchange(stale<tsr_ring>(), &buf, 1, noop, nullptr), kInv, "exchange stale ring");
   if (world_size() > 1) {
     tsr_ring_buffer circ{v.data(), 4, TSR_FLOAT32, TSR_RING_CIRCULATE};

@@ -903,8 +903,8 @@ TEST_F(CollectiveErrors, BadArgumentOnOneRank) {
   EXPECT_EQ(s, world_size());
 }
 
-// Counts the transport cannot pass to MPI (more than INT_MAX elements, also
-// once multiplied by the axis size) must fail on every rank, with no data
+// Counts no buffer can have (more than PTRDIFF_MAX bytes, also once
+// multiplied by the axis size) must fail on every rank, with no data
 // moved or charged: each rank's local check fails them before the agreement
 // (issue 15), so the agreement and its failure broadcast from axis position
 // 0 are the only (control) traffic. In lib/transport.cpp
@@ -916,13 +916,15 @@ TEST_F(CollectiveErrors, HugeCountsAreRejectedOnEveryRank) {
   tsr_counters w = zero();
   add_ring_allreduce_control(w, x);
   add_failure_bcast_control(w, x, 0);
-  const size_t counts[] = {static_cast<size_t>(INT_MAX) + 1, static_cast<size_t>(1) << 63,
+  // (Counts beyond INT_MAX that a buffer can hold are moved, split into
+  // chunks: the Split tests of test_transport and SplitCollectives below.)
+  const size_t counts[] = {static_cast<size_t>(PTRDIFF_MAX) / sizeof(double) + 1, static_cast<size_t>(1) << 63,
                            static_cast<size_t>(1) << 62};
   for (size_t count : counts)
     for (int which = 0; which < 6; ++which) {
       Args a = buf.args(TSR_AXIS_ALL);
       a.count = count;
-      expect_fail(which, a, TSR_ERR_UNSUPPORTED, "INT_MAX", w, "count " + std::to_string(count));
+      expect_fail(which, a, TSR_ERR_UNSUPPORTED, "PTRDIFF_MAX", w, "count " + std::to_string(count));
     }
 }
 

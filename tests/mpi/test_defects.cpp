@@ -191,7 +191,8 @@ TEST(Defect6, ReportsDoNotCountTheirOwnTraffic) {
 
 // ------------------------------------------------------------- defect 7
 // Messages name the argument that differs across ranks, and a count beyond
-// INT_MAX on one rank is UNSUPPORTED naming 'count' (and the rank elsewhere).
+// what a buffer can hold (PTRDIFF_MAX bytes) on one rank is UNSUPPORTED naming 'count' (and the rank
+// elsewhere). Before issue 15's large counts this was any count above INT_MAX.
 TEST(Defect7, DifferingArgumentsAreNamed) {
   tsr_test::Ctx ctx;
   tsr_grid grid = nullptr;
@@ -211,8 +212,8 @@ TEST(Defect7, DifferingArgumentsAreNamed) {
     EXPECT_EQ(tsr_energy_start(ctx, nullptr), TSR_SUCCESS);
     EXPECT_EQ(tsr_energy_stop(ctx), TSR_SUCCESS);
   }
-  // count > INT_MAX on one rank: UNSUPPORTED everywhere, the message names 'count' and the rank.
-  const size_t big = static_cast<size_t>(INT_MAX) + 1;
+  // count beyond PTRDIFF_MAX bytes on one rank: UNSUPPORTED everywhere, the message names 'count' and the rank.
+  const size_t big = static_cast<size_t>(PTRDIFF_MAX) / sizeof(double) + 1;
   EXPECT_EQ(tsr_allreduce(grid, TSR_AXIS_ALL, a.data(), b.data(), world_rank() == last() ? big : 4, TSR_FLOAT64,
                           TSR_SUM),
             TSR_ERR_UNSUPPORTED);

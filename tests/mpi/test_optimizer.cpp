@@ -213,8 +213,11 @@ Outcome run_case(const Case& c) {
     out.max_passes = std::max(out.max_passes, opt.query(TSR_OPTQ_PASSES));
     // LAMB: a third pass where clipping scales (after a clipped step, the
     // gradient norm is taken first whether or not this step clips).
-    const bool third = kind_of(c.preset) == TSR_OPT_LAMB &&
-                       (ref.clip < 1 || (ref.hyper[0][TSR_OPT_MAX_GRAD_NORM] > 0 && prev_clipped));
+    // (So for LARS with the "popular" momentum, MOMENTUM_MODE 2, whose ratio
+    // needs the update norm too.)
+    bool unorm = kind_of(c.preset) == TSR_OPT_LAMB;
+    for (size_t g = 0; g < ng; ++g) unorm = unorm || ref.hyper[g][TSR_OPT_MOMENTUM_MODE] == 2;
+    const bool third = unorm && (ref.clip < 1 || (ref.hyper[0][TSR_OPT_MAX_GRAD_NORM] > 0 && prev_clipped));
     EXPECT_EQ(opt.query(TSR_OPTQ_PASSES), third ? 3 : 2) << "step " << s;
     prev_clipped = ref.clip < 1;
     for (size_t g = 0; g < ng; ++g) {
@@ -286,6 +289,21 @@ TEST(Lamb, VariantsAndPerGroupParameters) {
     o.set(4, TSR_OPT_NORM_MIN, 0.5).set(4, TSR_OPT_TRUST_COEFF, 0.7);  // a zero-weight layer with phi(0) = 0.5
     o.set(5, TSR_OPT_TRUST_MAX, 5).set(5, TSR_OPT_BETA1, 0.8).set(5, TSR_OPT_BETA2, 0.99);
     o.set(0, TSR_OPT_NORM_MAX, 1.5).set(1, TSR_OPT_TRUST_MIN, 2);
+  };
+  run_case(c);
+}
+
+// Issue 15: optax's eps_root, inside the square root with eps outside:
+// u = m^ / (sqrt(v^ + eps_root) + eps) (optax scale_by_adam); large enough
+// here to change the update noticeably. Group 1 also puts eps inside.
+TEST(Lamb, OptaxEpsRoot) {
+  Case c;
+  c.preset = TSR_PRESET_LAMB_OPTAX;
+  c.clip_fraction = 0.5;
+  c.setup = [](tessera::optimizer& o) {
+    o.set(TSR_OPT_EPS_ROOT, 1e-3);
+    o.set(1, TSR_OPT_EPS_MODE, 1).set(1, TSR_OPT_EPS_ROOT, 1e-2);
+    o.set(2, TSR_OPT_EPS_ROOT, 0);
   };
   run_case(c);
 }
@@ -388,6 +406,30 @@ TEST(Lars, TorchMomentumNesterovAndSchedule) {
   run_case(c);
 }
 
+// Issue 15: SimCLR lars_optimizer.py with classic_momentum=False: momentum on
+// the decayed gradient, the ratio from the norm of the momentum update.
+TEST(Lars, SimclrPopularMomentum) {
+  Case c;
+  c.preset = TSR_PRESET_LARS_SIMCLR_POPULAR;
+  c.setup = [](tessera::optimizer& o) {
+    o.set(TSR_OPT_WEIGHT_DECAY, 1e-2).set(TSR_OPT_LR, 2.0);
+    o.set(1, TSR_OPT_NESTEROV, 1).set(1, TSR_OPT_MOMENTUM, 0.5);
+    o.set(2, TSR_OPT_EPS, 1e-3).set(3, TSR_OPT_MOMENTUM, 0);
+  };
+  c.sched = [](int64_t t, int, double lr) { return lr / static_cast<double>(t); };
+  EXPECT_EQ(run_case(c).max_passes, 2);
+}
+
+TEST(Lars, SimclrPopularMomentumClipped) {
+  Case c;
+  c.preset = TSR_PRESET_LARS_SIMCLR_POPULAR;
+  c.clip_fraction = 0.5;
+  c.setup = [](tessera::optimizer& o) { o.set(TSR_OPT_WEIGHT_DECAY, 1e-3).set(0, TSR_OPT_MOMENTUM_MODE, 0); };
+  const Outcome o = run_case(c);
+  EXPECT_EQ(o.clipped_steps, c.steps);
+  EXPECT_EQ(o.max_passes, 3);  // the momentum update's norm again, at the clipped scale
+}
+
 TEST(Lars, WithoutMomentum) {
   Case c;
   c.preset = TSR_PRESET_LARS_TIMM;
@@ -426,7 +468,7 @@ const std::vector<PresetValues> kPresets = {
                                        {TSR_OPT_NORM_MAX, 10}, {TSR_OPT_ADAPT, 1}}},
     {TSR_PRESET_LAMB_TFA, {{TSR_OPT_EPS, 1e-6}, {TSR_OPT_WEIGHT_DECAY, 0}, {TSR_OPT_BIAS_CORRECTION, 1}}},
     {TSR_PRESET_LAMB_OPTAX, {{TSR_OPT_EPS, 1e-6}, {TSR_OPT_WEIGHT_DECAY, 0}, {TSR_OPT_TRUST_COEFF, 1},
-                             {TSR_OPT_BIAS_CORRECTION, 1}}},
+                             {TSR_OPT_BIAS_CORRECTION, 1}, {TSR_OPT_EPS_ROOT, 0}}},
     {TSR_PRESET_LARS_PAPER, {{TSR_OPT_TRUST_COEFF, 1e-3}, {TSR_OPT_EPS, 0}, {TSR_OPT_LARS_DENOM, 0},
                              {TSR_OPT_MOMENTUM, 0.9}, {TSR_OPT_MOMENTUM_MODE, 0}, {TSR_OPT_WEIGHT_DECAY, 5e-4},
                              {TSR_OPT_NESTEROV, 0}, {TSR_OPT_ADAPT, 1}, {TSR_OPT_LR, 1.0}}},
@@ -439,6 +481,8 @@ const std::vector<PresetValues> kPresets = {
                             {TSR_OPT_ADAPT, 2}, {TSR_OPT_WEIGHT_DECAY, 0}}},
     {TSR_PRESET_LARS_OPTAX, {{TSR_OPT_TRUST_COEFF, 1e-3}, {TSR_OPT_EPS, 0}, {TSR_OPT_LARS_DENOM, 1},
                              {TSR_OPT_MOMENTUM, 0.9}, {TSR_OPT_WEIGHT_DECAY, 0}, {TSR_OPT_MOMENTUM_MODE, 0}}},
+    {TSR_PRESET_LARS_SIMCLR_POPULAR, {{TSR_OPT_TRUST_COEFF, 1e-3}, {TSR_OPT_EPS, 0}, {TSR_OPT_MOMENTUM, 0.9},
+                                      {TSR_OPT_WEIGHT_DECAY, 0}, {TSR_OPT_MOMENTUM_MODE, 2}, {TSR_OPT_LR, 1.0}}},
 };
 
 TEST(Presets, ValuesNamesAndSteps) {

@@ -185,7 +185,10 @@ void sharded_equals_unsharded(const DistCase& c, const std::vector<size_t>& size
       EXPECT_NEAR(sh.query(TSR_OPTQ_TRUST_RATIO, g), dp.query(TSR_OPTQ_TRUST_RATIO, g),
                   1e-9 * dp.query(TSR_OPTQ_TRUST_RATIO, g)) << "group " << g;
     }
-    const bool lamb_clipped = c.clip && static_cast<int>(c.preset) < 100 && dp.query(TSR_OPTQ_CLIP_FACTOR) < 1;
+    // LAMB and the "popular" LARS momentum need the update norm at the
+    // clipped scale: a second norm all-reduce where clipping scales.
+    const bool unorm = static_cast<int>(c.preset) < 100 || c.preset == TSR_PRESET_LARS_SIMCLR_POPULAR;
+    const bool lamb_clipped = c.clip && unorm && dp.query(TSR_OPTQ_CLIP_FACTOR) < 1;
     EXPECT_EQ(sh.query(TSR_OPTQ_NORM_ALLREDUCES), lamb_clipped ? 2 : 1);
     EXPECT_EQ(dp.query(TSR_OPTQ_NORM_ALLREDUCES), 0);
     if (c.clip) { EXPECT_LT(dp.query(TSR_OPTQ_CLIP_FACTOR), 1) << "clipping should be active"; }
@@ -215,6 +218,14 @@ TEST(Sharded, LarsClippedEqualsUnsharded) { sharded_equals_unsharded({TSR_PRESET
 TEST(Sharded, Bfloat16LambEqualsUnsharded) { sharded_equals_unsharded({TSR_PRESET_LAMB_NVLAMB, TSR_BFLOAT16, true, 3}, kSizes); }
 TEST(Sharded, Bfloat16LarsEqualsUnsharded) { sharded_equals_unsharded({TSR_PRESET_LARS_OPTAX, TSR_BFLOAT16, false, 3}, kSizes); }
 // Fewer elements than ranks: some slices are empty.
+// Issue 15: SimCLR's "popular" LARS momentum (ratio from the momentum
+// update's norm) and optax's LAMB eps_root, sharded and data parallel.
+TEST(Sharded, LarsPopularMomentumClippedEqualsUnsharded) {
+  sharded_equals_unsharded({TSR_PRESET_LARS_SIMCLR_POPULAR, TSR_FLOAT32, true, 4}, kSizes);
+}
+TEST(Sharded, Bfloat16LarsPopularMomentumEqualsUnsharded) {
+  sharded_equals_unsharded({TSR_PRESET_LARS_SIMCLR_POPULAR, TSR_BFLOAT16, false, 3}, kSizes);
+}
 TEST(Sharded, TinyProblem) { sharded_equals_unsharded({TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, false, 2}, {2, 1}); }
 // Several data-parallel buckets (16384 elements each at BUCKET_BYTES = 4096).
 TEST(Sharded, ManyBuckets) { sharded_equals_unsharded({TSR_PRESET_LARS_MLPERF, TSR_FLOAT32, false, 2}, {30000, 64, 9936}); }

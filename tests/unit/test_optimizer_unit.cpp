@@ -236,7 +236,7 @@ TEST(Table, EveryParameterHasANameAndBoundsAndEveryPresetIsInBounds) {
   }
   EXPECT_EQ(param_info(-1), nullptr);
   EXPECT_EQ(param_info(kParams), nullptr);
-  EXPECT_EQ(presets().size(), 12u);
+  EXPECT_EQ(presets().size(), 13u);  // 7 LAMB, 6 LARS (TSR_PRESET_LARS_SIMCLR_POPULAR, issue 15)
   for (const Preset& pr : presets()) {
     EXPECT_EQ(preset_info(pr.id), &pr);
     EXPECT_EQ(pr.kind, static_cast<int>(pr.id) > 100 ? TSR_OPT_LARS : TSR_OPT_LAMB) << pr.name;
