@@ -156,6 +156,12 @@ endif()
 set(TSR_HAVE_CUDA 0)
 set(TSR_HAVE_NCCL 0)
 if(TSR_WITH_CUDA)
+  # sm_90 (H100/H200) machine code plus compute_90 PTX for newer devices;
+  # override with -DCMAKE_CUDA_ARCHITECTURES=...
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
+  enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
   set(TSR_HAVE_CUDA 1)
 endif()
