@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
   int sizes[16] = {1024, 1536, 2048}, nsizes = 3, reps = 7, nb = 64;
   const char* shim = TSR_SHIM_PATH;
   for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--sizes") != 0 && strcmp(argv[i], "--reps") != 0 && strcmp(argv[i], "--nb") != 0 &&
+        strcmp(argv[i], "--shim") != 0)
+      usage(me, "unknown option");
     if (i + 1 >= argc) usage(me, "an option needs a value");
     if (strcmp(argv[i], "--sizes") == 0) {
       nsizes = 0;
@@ -76,7 +79,11 @@ int main(int argc, char** argv) {
     }
   }
   void* lib = dlopen(shim, RTLD_NOW | RTLD_LOCAL);
-  pdgemm_fn through = lib != NULL ? (pdgemm_fn)dlsym(lib, "pdgemm_") : NULL;
+  pdgemm_fn through = NULL;
+  if (lib != NULL) {
+    void* sym = dlsym(lib, "pdgemm_");
+    memcpy(&through, &sym, sizeof through); /* object to function pointer (POSIX), without ISO C's warning */
+  }
   if (through == NULL) {
     if (me == 0) fprintf(stderr, "bench_scalapack_shim: cannot load pdgemm_ from %s: %s\n", shim, dlerror());
     MPI_Finalize();
