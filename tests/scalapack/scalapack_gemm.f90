@@ -34,7 +34,7 @@ program scalapack_gemm
   worst = 0d0
   do t = 1, 2
     do u = 1, 2
-      call run_d(tr(t), tr(u), worst(1))
+      call run_d(tr(t), tr(u), 1, worst(1))
     end do
   end do
   do t = 1, 2
@@ -43,6 +43,9 @@ program scalapack_gemm
     end do
   end do
   call run_z(worst(3))
+  ! Descriptor type 2 (PBLAS's BLOCK_CYCLIC_2D_INB, 11 entries): ScaLAPACK
+  ! takes it, libtessera-scalapack hands it to ScaLAPACK.
+  call run_d('N', 'N', 2, worst(1))
   close (10)
 
   call dgamx2d(ictxt, 'All', ' ', 3, 1, worst, 3, -1, -1, -1, -1, -1)
@@ -93,6 +96,13 @@ contains
     call descinit(desc, gm, gn, mbk, nbk, 0, 0, ictxt, max(1, lr), info)
   end subroutine describe
 
+  ! The type-2 descriptor of the same matrix (first blocks as the others).
+  subroutine inb(d1, d2)
+    integer, intent(in) :: d1(9)
+    integer, intent(out) :: d2(11)
+    d2 = (/ 2, d1(2), d1(3), d1(4), d1(5), d1(6), d1(5), d1(6), d1(7), d1(8), d1(9) /)
+  end subroutine inb
+
   ! op(X)(i, l) for a stored matrix id with offset (i0, j0).
   double precision function opx(id, trans, i0, j0, i, l)
     integer, intent(in) :: id, i0, j0, i, l
@@ -110,9 +120,11 @@ contains
     opxs = dble(real(opx(id, trans, i0, j0, i, l)))
   end function opxs
 
-  subroutine run_d(ta, tb, worst)
+  subroutine run_d(ta, tb, dtype, worst)
     character(len=1), intent(in) :: ta, tb
+    integer, intent(in) :: dtype
     double precision, intent(inout) :: worst
+    integer :: da(11), db(11), dc(11)
     integer :: m, n, k, ia, ja, ib, jb, ic, jc, ma, na, mb, nb, mc, nc
     integer :: desca(9), descb(9), descc(9), lra, lca, lrb, lcb, lrc, lcc, li, lj, gi, gj, l, indxl2g
     double precision, allocatable :: a(:, :), b(:, :), c(:, :), bound(:, :)
@@ -140,7 +152,14 @@ contains
         c(li, lj) = gval(3, indxl2g(li, 3, myrow, 0, nprow), indxl2g(lj, 6, mycol, 0, npcol))
       end do
     end do
-    call pdgemm(ta, tb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc)
+    if (dtype == 2) then
+      call inb(desca, da)
+      call inb(descb, db)
+      call inb(descc, dc)
+      call pdgemm(ta, tb, m, n, k, alpha, a, ia, ja, da, b, ib, jb, db, beta, c, ic, jc, dc)
+    else
+      call pdgemm(ta, tb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc)
+    end if
     do lj = 1, lcc
       do li = 1, lrc
         gi = indxl2g(li, 3, myrow, 0, nprow) - (ic - 1)
