@@ -125,6 +125,22 @@ def compare(variant, plain_dir, work, np):
           "single %.3g (1e-5); the fallbacks (pzgemm, pdgemm type 2) identical" % (variant, worst["d"], worst["s"]))
 
 
+def lu(args):
+    """scalapack_lu under LD_PRELOAD: the solve is right (its own exit status)
+    and ScaLAPACK's internal pdgemm_ calls went through tessera too (more than
+    the program's own one, no fallback)."""
+    work, report, _ = run(args, "lu", args.plain, ["LD_PRELOAD=" + args.shim])
+    text = open(report).read() if os.path.exists(report) else ""
+    m = re.search(r"calls through tessera: pdgemm (\d+) psgemm (\d+)", text)
+    if not m or int(m.group(1)) < 2:
+        fail("lu: expected PDGESV's internal pdgemm_ calls through tessera besides the program's own: %s"
+             % (m and m.group(0)))
+    if not re.search(r"pdgemm 0 psgemm 0 pzgemm 0 pcgemm 0\n", text):
+        fail("lu: unexpected fallbacks")
+    print("lu: %s pdgemm_ calls through tessera (1 from the program, the rest from PDGESV)" % m.group(1))
+    print("PASS")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mpiexec", required=True)
@@ -132,9 +148,12 @@ def main():
     ap.add_argument("--preflag", action="append", default=[])
     ap.add_argument("--shim", required=True)
     ap.add_argument("--plain", required=True)
-    ap.add_argument("--linked", required=True)
+    ap.add_argument("--linked")
+    ap.add_argument("--lu", action="store_true", help="PROGRAM is scalapack_lu: check its solve and the internal calls")
     ap.add_argument("--workdir", required=True)
     args = ap.parse_args()
+    if args.lu:
+        return lu(args)
 
     plain_dir, report, _ = run(args, "plain", args.plain, [])
     if os.path.exists(report):
@@ -149,6 +168,8 @@ def main():
              "TSR_SCALAPACK_VERBOSE=1, got %r" % lines)
     compare("preload", plain_dir, work, args.np)
 
+    if args.linked is None:
+        fail("--linked is required (except with --lu)")
     work, report, err = run(args, "linked", args.linked, [])
     if "falls back" in err:
         fail("linked: fallback messages without TSR_SCALAPACK_VERBOSE")
