@@ -33,6 +33,10 @@ endif()
 # The PMPI tool (always a shared library: LD_PRELOAD it or link it before
 # the MPI library), as tessera::pmpi; and the shipped energy profile.
 list(APPEND TSR_INSTALL_TARGETS tessera_pmpi)
+# libtessera-scalapack (lib/scalapack, docs/SCALAPACK.md): ScaLAPACK's
+# pdgemm_/psgemm_ through tessera for unmodified programs; always a shared
+# library (link it before ScaLAPACK or LD_PRELOAD it), as tessera::scalapack.
+list(APPEND TSR_INSTALL_TARGETS tessera_scalapack)
 install(FILES ${PROJECT_SOURCE_DIR}/lib/energy/profiles/default-2025.json
   DESTINATION ${CMAKE_INSTALL_DATADIR}/tessera/profiles)
 install(TARGETS ${TSR_INSTALL_TARGETS} EXPORT tesseraTargets

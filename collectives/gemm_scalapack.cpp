@@ -24,6 +24,7 @@
 
 #include "core.hpp"
 #include "gemm_internal.hpp"
+#include "scalapack_dropin.hpp"
 #include "transport.hpp"
 
 extern "C" {
@@ -106,14 +107,14 @@ tsr_status check_desc(const int* desc, const char* name, int nprow, int npcol, i
 // ------------------------------------------------------------ the cache
 struct Cache {
   tsr_context ctx = nullptr;
-  std::map<std::array<int, 4>, tsr_grid> grids;  // {kind, dims} -> grid
+  ScalapackGrids grids;
 };
 
 int g_keyval = MPI_KEYVAL_INVALID;
 
 int delete_cache(MPI_Comm, int, void* attr, void*) {
   Cache* c = static_cast<Cache*>(attr);
-  for (auto& g : c->grids) tsr_grid_destroy(&g.second);
+  free_grids(&c->grids);
   tsr_context_destroy(&c->ctx);
   delete c;
   return MPI_SUCCESS;
@@ -165,7 +166,7 @@ tsr_status cache_of(MPI_Comm comm, Cache** out) {
   return TSR_SUCCESS;
 }
 
-tsr_status grid_of(Cache* c, tsr_grid_kind kind, const int* dims, tsr_grid* out) {
+tsr_status grid_of(tsr_context ctx, ScalapackGrids* c, tsr_grid_kind kind, const int* dims, tsr_grid* out) {
   const std::array<int, 4> key{kind, dims[0], dims[1], dims[2]};
   auto it = c->grids.find(key);
   if (it != c->grids.end()) {
@@ -173,8 +174,8 @@ tsr_status grid_of(Cache* c, tsr_grid_kind kind, const int* dims, tsr_grid* out)
     return TSR_SUCCESS;
   }
   tsr_grid g = nullptr;
-  if (tsr_grid_create(c->ctx, kind, dims, &g) != TSR_SUCCESS) {
-    const std::string msg = tsr_last_error(c->ctx);
+  if (tsr_grid_create(ctx, kind, dims, &g) != TSR_SUCCESS) {
+    const std::string msg = tsr_last_error(ctx);
     return fail(TSR_ERR_INTERNAL, "creating the plan's grid: %s", msg.c_str());
   }
   c->grids[key] = g;
@@ -201,14 +202,20 @@ template <class T>
 tsr_status pxgemm(const char* transa, const char* transb, const int* m, const int* n, const int* k, const T* alpha,
                   const T* a, const int* ia, const int* ja, const int* desca, const T* b, const int* ib, const int* jb,
                   const int* descb, const T* beta, T* c, const int* ic, const int* jc, const int* descc,
-                  tsr_context* used) {
+                  tsr_context given, ScalapackGrids* given_grids, tsr_context* used) {
+  if (given != nullptr) TSR_TRY(check_context(given));
   if (!have_blacs()) return no_blacs();
   TSR_CHECK_NOT_NULL(desca);
   const Blacs g = blacs_of(desca[1]);
   if (g.myrow < 0) return TSR_SUCCESS;  // not in the BLACS grid: nothing to do (as pdgemm)
-  Cache* cache = nullptr;
-  TSR_TRY(cache_of(g.comm, &cache));
-  tsr_context ctx = cache->ctx;
+  tsr_context ctx = given;
+  ScalapackGrids* grids = given_grids;
+  if (ctx == nullptr) {
+    Cache* cache = nullptr;
+    TSR_TRY(cache_of(g.comm, &cache));
+    ctx = cache->ctx;
+    grids = &cache->grids;
+  }
   *used = ctx;
   const tsr_dtype type = dtype_of<T>::value;
   bool ta = false, tb = false;
@@ -222,6 +229,11 @@ tsr_status pxgemm(const char* transa, const char* transb, const int* m, const in
     for (const auto& x : args)
       if (x.p == nullptr)
         return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL (pdgemm takes every argument by address)", x.name);
+    if (given != nullptr && (ctx->size != g.nprow * g.npcol || ctx->rank != g.myrow * g.npcol + g.mycol))
+      return fail(TSR_ERR_INVALID_ARG,
+                  "argument 'ctx': rank %d of %d, but this process is (%d, %d) of the %d x %d BLACS grid (the context "
+                  "must span the grid, rank prow*npcol + pcol)",
+                  ctx->rank, ctx->size, g.myrow, g.mycol, g.nprow, g.npcol);
     auto tr = [](char x, bool* t, const char* name) -> tsr_status {
       if (x == 'N' || x == 'n') *t = false;
       else if (x == 'T' || x == 't' || x == 'C' || x == 'c') *t = true;
@@ -315,7 +327,7 @@ tsr_status pxgemm(const char* transa, const char* transb, const int* m, const in
     return fail(TSR_ERR_INTERNAL, "planning: %s", msg.c_str());
   }
   tsr_grid grid = nullptr;
-  TSR_TRY(agree(*ctx->world, grid_of(cache, plan.grid_kind, plan.dims, &grid)));
+  TSR_TRY(agree(*ctx->world, grid_of(ctx, grids, plan.grid_kind, plan.dims, &grid)));
   const Dist da = grid_dist(grid, ta ? *k : *m, ta ? *m : *k, type, plan.layouts[0], 0);
   const Dist db = grid_dist(grid, tb ? *n : *k, tb ? *k : *n, type, plan.layouts[1], 0);
   const Dist dc = grid_dist(grid, *m, *n, type, plan.layouts[2], 0);
@@ -434,6 +446,38 @@ tsr_status create_scalapack(tsr_context ctx, const int* desc, tsr_dtype type, ts
 }
 
 }  // namespace
+
+void free_grids(ScalapackGrids* g) {
+  for (auto& x : g->grids) tsr_grid_destroy(&x.second);
+  g->grids.clear();
+}
+
+tsr_status pdgemm_on(tsr_context ctx, ScalapackGrids* grids, const char* transa, const char* transb, const int* m,
+                     const int* n, const int* k, const double* alpha, const double* a, const int* ia, const int* ja,
+                     const int* desca, const double* b, const int* ib, const int* jb, const int* descb,
+                     const double* beta, double* c, const int* ic, const int* jc, const int* descc) {
+  tsr_context used = nullptr;
+  if (ctx == nullptr || grids == nullptr)
+    return finish(nullptr, "pdgemm_", fail(TSR_ERR_INVALID_ARG, "argument 'ctx' or 'grids' is NULL"));
+  const tsr_status st =
+      pxgemm<double>(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc, ctx,
+                     grids, &used);
+  return finish(used, "pdgemm_", st);
+}
+
+tsr_status psgemm_on(tsr_context ctx, ScalapackGrids* grids, const char* transa, const char* transb, const int* m,
+                     const int* n, const int* k, const float* alpha, const float* a, const int* ia, const int* ja,
+                     const int* desca, const float* b, const int* ib, const int* jb, const int* descb,
+                     const float* beta, float* c, const int* ic, const int* jc, const int* descc) {
+  tsr_context used = nullptr;
+  if (ctx == nullptr || grids == nullptr)
+    return finish(nullptr, "psgemm_", fail(TSR_ERR_INVALID_ARG, "argument 'ctx' or 'grids' is NULL"));
+  const tsr_status st =
+      pxgemm<float>(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc, ctx,
+                    grids, &used);
+  return finish(used, "psgemm_", st);
+}
+
 }  // namespace gemm
 }  // namespace tsr
 
@@ -447,7 +491,7 @@ tsr_status tsr_pdgemm(const char* transa, const char* transb, const int* m, cons
                       const int* ic, const int* jc, const int* descc) {
   tsr_context used = nullptr;
   const tsr_status st = tsr::gemm::pxgemm<double>(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb,
-                                                  beta, c, ic, jc, descc, &used);
+                                                  beta, c, ic, jc, descc, nullptr, nullptr, &used);
   return finish(used, "tsr_pdgemm", st);
 }
 
@@ -457,7 +501,7 @@ tsr_status tsr_psgemm(const char* transa, const char* transb, const int* m, cons
                       const int* ic, const int* jc, const int* descc) {
   tsr_context used = nullptr;
   const tsr_status st = tsr::gemm::pxgemm<float>(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb,
-                                                 beta, c, ic, jc, descc, &used);
+                                                 beta, c, ic, jc, descc, nullptr, nullptr, &used);
   return finish(used, "tsr_psgemm", st);
 }
 

@@ -18,6 +18,7 @@
 
 #include "context.hpp"
 #include "gemm_internal.hpp"
+#include "scalapack_dropin.hpp"
 #include "tessera/tessera.h"
 #include "tsr_test.hpp"
 
@@ -285,6 +286,61 @@ TEST(GemmScalapack, DropInErrorsOnEveryRank) {
                        &one_i, B.desc, &one, C.data.data(), &one_i, &one_i, C.desc),
             TSR_SUCCESS)
       << tsr_last_error(nullptr);
+}
+
+// The drop-in on a context of the caller's (what libtessera-scalapack uses,
+// lib/scalapack): the same result as pdgemm_, the traffic in that context;
+// a context whose ranks are not the grid's order is refused on every rank,
+// before anything moves.
+TEST(GemmScalapack, DropInOnAGivenContext) {
+  Blacs g;
+  const int m = 13, n = 10, k = 9, ia = 2, ja = 3, ib = 3, jb = 2, ic = 2, jc = 2;
+  const double alpha = 0.75, beta = -1.25;
+  BcMat<double> A(g, m + 3, k + 2, 3, 2, 1), B(g, k + 2, n + 1, 2, 4, 2), Cin(g, m + 1, n + 1, 4, 3, 3);
+  BcMat<double> Cours = Cin, Ctheirs = Cin;
+  pdgemm_("N", "N", &m, &n, &k, &alpha, A.data.data(), &ia, &ja, A.desc, B.data.data(), &ib, &jb, B.desc, &beta,
+          Ctheirs.data.data(), &ic, &jc, Cin.desc);
+  // The Row grid over MPI_COMM_WORLD: grid rank = world rank.
+  tsr_context ctx = nullptr;
+  ASSERT_EQ(tsr_context_create(MPI_COMM_WORLD, &ctx), TSR_SUCCESS);
+  tsr::gemm::ScalapackGrids grids;
+  ASSERT_EQ(tsr::gemm::pdgemm_on(ctx, &grids, "N", "N", &m, &n, &k, &alpha, A.data.data(), &ia, &ja, A.desc,
+                                 B.data.data(), &ib, &jb, B.desc, &beta, Cours.data.data(), &ic, &jc, Cin.desc),
+            TSR_SUCCESS)
+      << tsr_last_error(ctx);
+  compare<double>(g, Cours, Ctheirs, Cin, 1, 2, ia - 1, ja - 1, ib - 1, jb - 1, ic - 1, jc - 1, m, n, k, false, false,
+                  alpha, beta, "drop-in on a given context");
+  tsr_counters c;
+  ASSERT_EQ(tsr_counters_get(ctx, "total", &c), TSR_SUCCESS);
+  uint64_t moved = c.coll_payload_recv + c.coll_payload_sent;
+  for (int x = 0; x < 3; ++x) moved += c.p2p_recv[x].bytes + c.p2p_sent[x].bytes;
+  if (world_size() > 1) {
+    EXPECT_GT(moved, 0u) << "the traffic is charged to the given context";
+  }
+  // Ranks in reverse order: refused everywhere, C untouched.
+  MPI_Comm rev = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, 0, world_size() - 1 - world_rank(), &rev);
+  tsr_context bad = nullptr;
+  ASSERT_EQ(tsr_context_create(rev, &bad), TSR_SUCCESS);
+  tsr::gemm::ScalapackGrids bad_grids;
+  BcMat<double> Cbad = Cin;
+  const tsr_status st = tsr::gemm::pdgemm_on(bad, &bad_grids, "N", "N", &m, &n, &k, &alpha, A.data.data(), &ia, &ja,
+                                             A.desc, B.data.data(), &ib, &jb, B.desc, &beta, Cbad.data.data(), &ic,
+                                             &jc, Cin.desc);
+  if (world_size() > 1) {
+    EXPECT_EQ(st, TSR_ERR_INVALID_ARG);
+    if (world_rank() == 0) {
+      EXPECT_TRUE(contains(tsr_last_error(bad), "argument 'ctx'")) << tsr_last_error(bad);
+    }
+    EXPECT_EQ(Cbad.data, Cin.data) << "C changed by a refused call";
+  } else {
+    EXPECT_EQ(st, TSR_SUCCESS) << tsr_last_error(bad);
+  }
+  tsr::gemm::free_grids(&grids);
+  tsr::gemm::free_grids(&bad_grids);
+  EXPECT_EQ(tsr_context_destroy(&ctx), TSR_SUCCESS) << "the grids freed, the context goes";
+  EXPECT_EQ(tsr_context_destroy(&bad), TSR_SUCCESS);
+  MPI_Comm_free(&rev);
 }
 
 // Every tessera algorithm on the same data as pdgemm: redistribute from the
