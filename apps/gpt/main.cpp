@@ -507,6 +507,9 @@ int main(int argc, char** argv) {
   tpar.allreduce_sum = [&](float* buf, size_t count) {
     TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_DEPTH, buf, buf, count, TSR_FLOAT32, TSR_SUM));
   };
+  tpar.allreduce_max = [&](float* buf, size_t count) {
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_DEPTH, buf, buf, count, TSR_FLOAT32, TSR_MAX));
+  };
   // 2D / 2.5D / 3D: a context over the replica's tensor-parallel ranks (the
   // depth axis of the grid above) and the q x q (x c | x q) grid on it; the
   // linear layers run tessera's grid GEMM there (grid_model.hpp).

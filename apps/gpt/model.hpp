@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -135,13 +136,21 @@ inline LocalParams make_local(const Shape& s, std::vector<std::vector<uint32_t>>
 
 // Megatron's 1D blocks of rank r of P: the columns of qkv.w, qkv.b (heads
 // [r H/P, ..) of q, k and v), the rows of attn.proj.w, the columns of
-// mlp.fc.w, mlp.fc.b and the rows of mlp.proj.w. Local shapes (row-major):
-// qkv.w (C, 3 Cl) with local column part*Cl + c, proj.w (Cl, C), fc.w
-// (C, Fl), mlp.proj.w (Fl, C).
+// mlp.fc.w, mlp.fc.b and the rows of mlp.proj.w; vocabulary-parallel, the
+// rows [v0, v1) of wte and the columns [v0, v1) of head.w (v0 = V r / P).
+// Local shapes (row-major): wte (Vl, C), qkv.w (C, 3 Cl) with local column
+// part*Cl + c, proj.w (Cl, C), fc.w (C, Fl), mlp.proj.w (Fl, C), head.w
+// (C, Vl).
 inline std::vector<std::vector<uint32_t>> megatron_blocks(const Shape& s, size_t P, size_t r) {
   std::vector<std::vector<uint32_t>> b(param_layout(s).size());
   if (P <= 1) return b;
-  const size_t C = s.width, Cl = C / P, Fl = 4 * C / P;
+  const size_t C = s.width, Cl = C / P, Fl = 4 * C / P, V = s.vocab;
+  const size_t v0 = V * r / P, v1 = V * (r + 1) / P;  // the vocabulary block (balanced)
+  for (size_t v = v0; v < v1; ++v)
+    for (size_t c = 0; c < C; ++c) b[0].push_back(static_cast<uint32_t>(v * C + c));
+  const size_t head = 2 + 12 * s.layers + 2;
+  for (size_t i = 0; i < C; ++i)
+    for (size_t v = v0; v < v1; ++v) b[head].push_back(static_cast<uint32_t>(i * V + v));
   for (size_t l = 0; l < s.layers; ++l) {
     const size_t t = 2 + 12 * l;
     for (size_t i = 0; i < C; ++i)
@@ -188,17 +197,22 @@ void init_local(T* p, const LocalParams& lp, const Shape& s, uint64_t seed) {
 // column-parallel layers need no communication forward and an all-reduce of
 // the input gradient backward; the row-parallel layers an all-reduce of the
 // output forward and none backward: two all-reduces each way per layer.
-// LayerNorms, embeddings, the row-parallel biases and the LM head are
-// replicated. The rank holds only its blocks (megatron_blocks, the layout
-// of make_local) and writes the gradient of its blocks; the replicated
-// tensors' gradients are the same on every tensor-parallel rank (their
-// inputs are all-reduced), so the optimizer averages them over the replicas
-// only. allreduce_sum: sums a buffer over the tensor-parallel ranks (the app
+// The token embedding and the LM head are vocabulary-parallel (Megatron):
+// rank r holds rows [v0, v1) of wte and columns [v0, v1) of head.w; the
+// embedding is an all-reduce of the rows' lookups, the softmax and
+// cross-entropy reduce the row maxima and the sums of exp over the ranks,
+// the head's input gradient is all-reduced. LayerNorms, the position
+// embedding and the row-parallel biases are replicated. The rank holds only
+// its blocks (megatron_blocks, the layout of make_local) and writes the
+// gradient of its blocks; the replicated tensors' gradients are the same on
+// every tensor-parallel rank (their inputs are all-reduced), so the
+// optimizer averages them over the replicas only. allreduce_sum: sums a buffer over the tensor-parallel ranks (the app
 // passes tessera's accounted all-reduce).
 template <class T>
 struct TensorParallel {
   int size = 1, rank = 0;
   std::function<void(T*, size_t)> allreduce_sum;
+  std::function<void(T*, size_t)> allreduce_max;  // the same with MAX (the vocabulary-parallel softmax)
 };
 
 // Forward and backward of B sequences' local tokens (Tl per sequence, at
@@ -220,6 +234,8 @@ class Model {
     Cl_ = s.width / P;
     Hl_ = s.heads / P;
     Fl_ = 4 * s.width / P;
+    v0_ = s.vocab * static_cast<size_t>(tp_.rank) / P;
+    Vl_ = s.vocab * static_cast<size_t>(tp_.rank + 1) / P - v0_;
   }
   // The tensors at their local offsets (canonical order; with tensor
   // parallelism, this rank's blocks: local()).
@@ -257,7 +273,25 @@ class Model {
   double forward(const T* P, const int32_t* tok, const int32_t* targets) {
     const size_t N = B_ * Tl_, C = s_.width, V = s_.vocab, Cl = Cl_, Fl = Fl_;
     auto p = [&](size_t t) { return P + layout_[t].offset; };
-    embedding_forward(x0_.data(), tok, pos_.data(), B_, Tl_, p(0), p(1), C);
+    if (tp_.size > 1) {
+      // vocabulary-parallel embedding: this rank's rows of wte (zeros for
+      // the other tokens), summed over the tensor-parallel ranks, then the
+      // positions (the same float operations as on one rank)
+      for (size_t n = 0; n < N; ++n) {
+        const size_t v = static_cast<size_t>(tok[n]);
+        T* o = x0_.data() + n * C;
+        if (v >= v0_ && v < v0_ + Vl_) std::copy(p(0) + (v - v0_) * C, p(0) + (v - v0_ + 1) * C, o);
+        else std::fill(o, o + C, T(0));
+      }
+      tp_.allreduce_sum(x0_.data(), N * C);
+      for (size_t n = 0; n < N; ++n) {
+        const T* ps = p(1) + static_cast<size_t>(pos_[n % Tl_]) * C;
+        T* o = x0_.data() + n * C;
+        for (size_t c = 0; c < C; ++c) o[c] += ps[c];
+      }
+    } else {
+      embedding_forward(x0_.data(), tok, pos_.data(), B_, Tl_, p(0), p(1), C);
+    }
     const T* in = x0_.data();
     for (size_t l = 0; l < s_.layers; ++l) {
       Acts& a = acts_[l];
@@ -288,9 +322,44 @@ class Model {
     }
     size_t f = 2 + 12 * s_.layers;
     layernorm_forward(lnf_.data(), lnfm_.data(), lnfr_.data(), in, p(f), p(f + 1), N, C);
-    linear_forward(logits_.data(), lnf_.data(), p(f + 2), static_cast<const T*>(nullptr), N, C, V);
+    if (tp_.size <= 1) {
+      linear_forward(logits_.data(), lnf_.data(), p(f + 2), static_cast<const T*>(nullptr), N, C, V);
+      if (!targets) return 0;
+      return crossentropy_forward(probs_.data(), logits_.data(), targets, N, V);
+    }
+    // vocabulary-parallel LM head and cross-entropy: this rank's logits
+    // (N, Vl); the row maxima (MAX) and the sums of exp with the target
+    // logits (SUM) over the tensor-parallel ranks
+    const size_t Vl = Vl_;
+    linear_forward(logits_.data(), lnf_.data(), p(f + 2), static_cast<const T*>(nullptr), N, C, Vl);
     if (!targets) return 0;
-    return crossentropy_forward(probs_.data(), logits_.data(), targets, N, V);
+    std::vector<T> mx(N), st(2 * N);
+    for (size_t n = 0; n < N; ++n) {
+      const T* l = logits_.data() + n * Vl;
+      T m = -std::numeric_limits<T>::max();
+      for (size_t j = 0; j < Vl; ++j) m = std::max(m, l[j]);
+      mx[n] = m;
+    }
+    tp_.allreduce_max(mx.data(), N);
+    for (size_t n = 0; n < N; ++n) {
+      const T* l = logits_.data() + n * Vl;
+      T* pr = probs_.data() + n * Vl;
+      T sum = 0;
+      for (size_t j = 0; j < Vl; ++j) pr[j] = vexp(l[j] - mx[n]);
+      for (size_t j = 0; j < Vl; ++j) sum += pr[j];
+      const size_t tg = static_cast<size_t>(targets[n]);
+      st[2 * n] = sum;
+      st[2 * n + 1] = tg >= v0_ && tg < v0_ + Vl ? l[tg - v0_] : T(0);
+    }
+    tp_.allreduce_sum(st.data(), 2 * N);
+    double total = 0;
+    for (size_t n = 0; n < N; ++n) {
+      const T inv = T(1) / st[2 * n];
+      T* pr = probs_.data() + n * Vl;
+      for (size_t j = 0; j < Vl; ++j) pr[j] *= inv;
+      total += static_cast<double>(std::log(st[2 * n]) + mx[n] - st[2 * n + 1]);
+    }
+    return total;
   }
 
   // G = d(scale * sum of token losses)/dP, overwriting G (this rank's
@@ -301,11 +370,23 @@ class Model {
     auto g = [&](size_t t) { return G + layout_[t].offset; };
     auto zero = [](std::vector<T>& v, size_t n) { std::fill(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), T(0)); };
     std::fill(G, G + local_.n, T(0));
-    crossentropy_backward(dlogits_.data(), probs_.data(), targets, N, V, scale);
+    const size_t Vh = tp_.size > 1 ? Vl_ : V;  // the logits this rank holds
+    if (tp_.size > 1) {
+      for (size_t n = 0; n < N; ++n) {
+        const T* pr = probs_.data() + n * Vh;
+        T* d = dlogits_.data() + n * Vh;
+        for (size_t j = 0; j < Vh; ++j) d[j] = scale * pr[j];
+        const size_t tg = static_cast<size_t>(targets[n]);
+        if (tg >= v0_ && tg < v0_ + Vh) d[tg - v0_] -= scale;
+      }
+    } else {
+      crossentropy_backward(dlogits_.data(), probs_.data(), targets, N, V, scale);
+    }
     size_t f = 2 + 12 * s_.layers;
     const T* last = s_.layers ? acts_.back().x2.data() : x0_.data();
     zero(dres_, N * C);
-    linear_backward(dln_.data(), g(f + 2), static_cast<T*>(nullptr), dlogits_.data(), lnf_.data(), p(f + 2), N, C, V, true);
+    linear_backward(dln_.data(), g(f + 2), static_cast<T*>(nullptr), dlogits_.data(), lnf_.data(), p(f + 2), N, C, Vh, true);
+    if (tp_.size > 1) tp_.allreduce_sum(dln_.data(), N * C);  // the head's input gradient, summed over the vocabulary blocks
     layernorm_backward(dres_.data(), g(f), g(f + 1), dln_.data(), last, lnfm_.data(), lnfr_.data(), p(f), N, C);
     for (size_t l = s_.layers; l-- > 0;) {
       Acts& a = acts_[l];
@@ -341,7 +422,20 @@ class Model {
       if (tp_.size > 1) tp_.allreduce_sum(dln_.data(), N * C);
       layernorm_backward(dres_.data(), g(b), g(b + 1), dln_.data(), in, a.ln1m.data(), a.ln1r.data(), p(b), N, C);
     }
-    embedding_backward(g(0), g(1), dres_.data(), tok, pos_.data(), B_, Tl_, C);
+    if (tp_.size > 1) {  // this rank's rows of wte; wpe whole
+      for (size_t n = 0; n < N; ++n) {
+        const size_t v = static_cast<size_t>(tok[n]);
+        const T* d = dres_.data() + n * C;
+        T* ps = g(1) + static_cast<size_t>(pos_[n % Tl_]) * C;
+        for (size_t c = 0; c < C; ++c) ps[c] += d[c];
+        if (v >= v0_ && v < v0_ + Vl_) {
+          T* e = g(0) + (v - v0_) * C;
+          for (size_t c = 0; c < C; ++c) e[c] += d[c];
+        }
+      }
+    } else {
+      embedding_backward(g(0), g(1), dres_.data(), tok, pos_.data(), B_, Tl_, C);
+    }
   }
 
   // Logits of the last forward, (B*Tl, V).
@@ -368,7 +462,7 @@ class Model {
   tsr_ring ring_;
   TensorParallel<T> tp_;
   LocalParams local_;
-  size_t Cl_ = 0, Hl_ = 0, Fl_ = 0;
+  size_t Cl_ = 0, Hl_ = 0, Fl_ = 0, v0_ = 0, Vl_ = 0;
   tsr_attn_config cfg_;
   std::vector<ParamTensor> layout_;
   size_t B_ = 0, Tl_ = 0;
