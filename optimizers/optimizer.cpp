@@ -292,6 +292,7 @@ class Stepper {
         TSR_TRY(allreduce(world_, g2s.data(), g2s.data(), g2s.size(), TSR_FLOAT64, TSR_SUM));
         o_.norm_allreduces += 1;
       }
+      TSR_TRY(norm_reduce(g2s, 1));
       TSR_TRY(clip_from(g2s, 1));
       gs_ = scale_ * o_.clip;
       coefs(gs_);
@@ -311,6 +312,7 @@ class Stepper {
       TSR_TRY(allreduce(world_, sums_.data(), sums_.data(), sums_.size(), TSR_FLOAT64, TSR_SUM));
       o_.norm_allreduces += 1;
     }
+    TSR_TRY(norm_reduce(sums_, 3));
     if (!norm_first) {
       TSR_TRY(clip_from(sums_, 3));
       gs_ = scale_ * o_.clip;
@@ -332,6 +334,7 @@ class Stepper {
         TSR_TRY(allreduce(world_, usums_.data(), usums_.data(), usums_.size(), TSR_FLOAT64, TSR_SUM));
         o_.norm_allreduces += 1;
       }
+      TSR_TRY(norm_reduce(usums_, 1));
       for (size_t g = 0; g < ng_; ++g) {
         if (!lamb_ && !popular_[g]) continue;  // classic LARS: its sums hold at any scale
         if (adapt_[g] && !std::isfinite(usums_[g])) return skip("group %zu: the update norm is not finite", g);
@@ -360,6 +363,18 @@ class Stepper {
   }
 
  private:
+  // tsr_optimizer_set_norm_reduction: the assembled per-group sums (k per
+  // group) times this rank's group weights, summed over the norm context's
+  // ranks (one all-reduce of k*L float64 on its transport and ledger).
+  tsr_status norm_reduce(std::vector<double>& v, size_t k) {
+    if (o_.norm_ctx == nullptr) return TSR_SUCCESS;
+    for (size_t g = 0; g < ng_; ++g)
+      for (size_t j = 0; j < k; ++j) v[k * g + j] *= o_.norm_weight[g];
+    TSR_TRY(allreduce(*o_.norm_ctx->world, v.data(), v.data(), v.size(), TSR_FLOAT64, TSR_SUM));
+    o_.norm_allreduces += 1;
+    return TSR_SUCCESS;
+  }
+
   // The global gradient norm from per-group sums of G^2 (every `stride`-th
   // value), the same way on every route: groups in order. Sets the clip
   // factor, or skips the step.
@@ -766,6 +781,57 @@ tsr_status get_state(tsr_optimizer opt, tsr_opt_state which, float* out, size_t 
   return TSR_SUCCESS;
 }
 
+tsr_status set_state(tsr_optimizer opt, tsr_opt_state which, const float* in, size_t count) {
+  TSR_TRY(check_optimizer(opt));
+  tsr_optimizer_s& o = *opt;
+  Buffer<float>* b = nullptr;
+  if (which == TSR_OPT_STATE_M) b = &o.m;
+  else if (which == TSR_OPT_STATE_V && o.kind == TSR_OPT_LAMB) b = &o.v;
+  else if (which == TSR_OPT_STATE_MASTER && o.type == TSR_BFLOAT16) b = &o.master;
+  if (!b)
+    return fail(TSR_ERR_INVALID_ARG, "argument 'which' = %d: this %s optimizer with %s parameters has no such state",
+                static_cast<int>(which), o.kind == TSR_OPT_LAMB ? "LAMB" : "LARS", dtype_name(o.type));
+  if (count != o.local())
+    return fail(TSR_ERR_SHAPE, "argument 'count' = %zu; this rank holds %zu elements of state", count, o.local());
+  if (count > 0) TSR_CHECK_NOT_NULL(in);
+  if (count > 0) std::memcpy(b->data(), in, count * sizeof(float));
+  if (which == TSR_OPT_STATE_MASTER) o.master_ready = true;
+  return TSR_SUCCESS;
+}
+
+tsr_status set_step(tsr_optimizer opt, int64_t step) {
+  TSR_TRY(check_optimizer(opt));
+  if (step < 0) return fail(TSR_ERR_INVALID_ARG, "argument 'step' = %lld; expected >= 0", static_cast<long long>(step));
+  opt->step = step;
+  return TSR_SUCCESS;
+}
+
+tsr_status set_norm_reduction(tsr_optimizer opt, tsr_context norm_ctx, size_t ngroups, const double* weights) {
+  TSR_TRY(check_optimizer(opt));
+  tsr_optimizer_s& o = *opt;
+  std::vector<double> w(o.ngroups(), 1.0);
+  if (norm_ctx != nullptr) {
+    TSR_TRY(check_context(norm_ctx));
+    if (norm_ctx == o.ctx)
+      return fail(TSR_ERR_INVALID_ARG, "argument 'norm_ctx' is the optimizer's own context; pass another one (the "
+                  "tensor-parallel ranks)");
+    if (ngroups != o.ngroups())
+      return fail(TSR_ERR_INVALID_ARG, "argument 'ngroups' = %zu; the optimizer has %zu groups", ngroups, o.ngroups());
+    if (weights != nullptr)
+      for (size_t g = 0; g < ngroups; ++g) {
+        if (!std::isfinite(weights[g]) || weights[g] < 0)
+          return fail(TSR_ERR_INVALID_ARG, "argument 'weights': weights[%zu] = %g; expected a finite weight >= 0", g,
+                      weights[g]);
+        w[g] = weights[g];
+      }
+  }
+  if (o.norm_ctx != nullptr) o.norm_ctx->live_optimizers -= 1;
+  o.norm_ctx = norm_ctx;
+  o.norm_weight = norm_ctx != nullptr ? w : std::vector<double>();
+  if (norm_ctx != nullptr) norm_ctx->live_optimizers += 1;
+  return TSR_SUCCESS;
+}
+
 }  // namespace
 }  // namespace opt
 }  // namespace tsr
@@ -794,6 +860,7 @@ tsr_status tsr_optimizer_destroy(tsr_optimizer* opt) {
   if (st != TSR_SUCCESS) return finish(nullptr, "tsr_optimizer_destroy", st);
   (*opt)->magic = 0;
   (*opt)->ctx->live_optimizers -= 1;
+  if ((*opt)->norm_ctx != nullptr) (*opt)->norm_ctx->live_optimizers -= 1;
   delete *opt;
   *opt = nullptr;
   return TSR_SUCCESS;
@@ -880,6 +947,20 @@ tsr_status tsr_optimizer_query(tsr_optimizer opt, tsr_opt_query what, int group,
 
 tsr_status tsr_optimizer_get_state(tsr_optimizer opt, tsr_opt_state which, float* out, size_t count) {
   return finish(ctx_of(opt), "tsr_optimizer_get_state", tsr::opt::get_state(opt, which, out, count));
+}
+
+tsr_status tsr_optimizer_set_state(tsr_optimizer opt, tsr_opt_state which, const float* in, size_t count) {
+  return finish(ctx_of(opt), "tsr_optimizer_set_state", tsr::opt::set_state(opt, which, in, count));
+}
+
+tsr_status tsr_optimizer_set_step(tsr_optimizer opt, int64_t step) {
+  return finish(ctx_of(opt), "tsr_optimizer_set_step", tsr::opt::set_step(opt, step));
+}
+
+tsr_status tsr_optimizer_set_norm_reduction(tsr_optimizer opt, tsr_context norm_ctx, size_t ngroups,
+                                            const double* weights) {
+  return finish(ctx_of(opt), "tsr_optimizer_set_norm_reduction",
+                tsr::opt::set_norm_reduction(opt, norm_ctx, ngroups, weights));
 }
 
 }  // extern "C"

@@ -103,6 +103,10 @@ struct tsr_optimizer_s {
   std::vector<size_t> counts, displs;     // balanced slices (sharded layout and file layout)
   std::vector<tsr::opt::Item> items;      // cover [lo, hi)
   size_t bucket = 0;                      // data parallel: elements per bucket (from BUCKET_BYTES)
+  // tsr_optimizer_set_norm_reduction: the per-group sums are weighted and
+  // summed over norm_ctx's ranks (tensor parallelism); nullptr: off.
+  tsr_context norm_ctx = nullptr;
+  std::vector<double> norm_weight;        // per group
   std::vector<size_t> bucket_first;       // first item of every bucket, plus items.size()
 
   // Hyperparameters, per group (global ones are kept in every row).

@@ -22,12 +22,19 @@
 // columns are ordered head block by head block: a permutation of the
 // parameter array's columns, applied when the weights are read).
 //
-// Parameters stay whole on every rank (as in 1D): each rank reads its blocks
-// of W in the layouts the GEMMs take (so W^T for the input gradient costs
-// nothing) and writes its gradient blocks, multiplied by the tensor-parallel
-// size T, into the full gradient (zeros elsewhere), so that the optimizer's
-// average over all ranks is the true gradient and LAMB's trust ratios are
-// those of the whole tensors.
+// Each rank holds only its block of every weight: the block of W^T the
+// forward GEMM takes (Wf's layout; the blocks of the T ranks tile the
+// tensor). The input gradient's GEMM takes W^T in another layout on 2D and
+// 2.5D (Wb): the blocks are redistributed there each backward (a transpose
+// over the grid, the weights' bytes once); the weight gradient comes out in
+// dW's layout and is redistributed into Wf's (2D: dW is computed as K x O,
+// so into the transposed layout of Wf, which has the same owners). 3D takes
+// the same block everywhere: nothing moves. Biases, LayerNorm parameters and
+// the embeddings are whole on every rank (local() puts them first); their
+// gradients are partial sums (this rank's tokens and features), summed over
+// the grid in one all-reduce at the end of the backward. The app's
+// optimizer sees the local array (LocalParams) and completes LAMB's norms
+// over the grid (tsr_optimizer_set_norm_reduction).
 #pragma once
 
 #include <array>
@@ -58,7 +65,6 @@ class GridModel {
   GridModel(const Shape& s, tsr_ring ring, tsr_attn_layout alayout, tsr_grid grid, TpMode mode, size_t B,
             const std::vector<int64_t>& pos)
       : s_(s), ring_(ring), grid_(grid), mode_(mode), B_(B), pos_(pos), Tl_(pos.size()) {
-    layout_ = param_layout(s);
     cfg_ = TSR_ATTN_CONFIG_INIT;
     cfg_.variant = TSR_ATTN_RING;
     cfg_.layout = alayout;
@@ -69,7 +75,6 @@ class GridModel {
     ok(tsr_grid_get_dims(grid, dims), "tsr_grid_get_dims");
     q_ = dims[0];
     tp_ = dims[0] * dims[1] * dims[2];
-    ts_ = static_cast<T>(tp_);
     algo_ = mode == TpMode::THREE_D ? TSR_GEMM_3D : mode == TpMode::TWO_P5_D ? TSR_GEMM_2P5D : TSR_GEMM_2D;
     const size_t C = s.width, N = B * Tl_;
     // The residual stream's features: j (SUMMA) or k (3D); the interiors' j.
@@ -118,15 +123,25 @@ class GridModel {
       wmax = std::max({wmax, L->wf_idx.size(), L->wb_idx.size(), L->dw_idx.size()});
       rmax = std::max(rmax, L->redist_size);
     }
-    wf_.resize(wmax), wb_.resize(wmax), dw_.resize(wmax), redist_.resize(rmax);
+    wb_.resize(wmax), dw_.resize(wmax), ws_.resize(wmax), redist_.resize(rmax);
+    // this rank's parameters: the Wf blocks of the weights, the rest whole
+    std::vector<std::vector<uint32_t>> blocks(param_layout(s).size());
+    for (size_t l = 0; l < s.layers; ++l) {
+      const size_t b = 2 + 12 * l;
+      blocks[b + 2] = qkv_.wf_idx, blocks[b + 4] = proj_.wf_idx, blocks[b + 8] = fc_.wf_idx, blocks[b + 10] = fcp_.wf_idx;
+    }
+    blocks[2 + 12 * s.layers + 2] = head_.wf_idx;
+    local_ = make_local(s, std::move(blocks));
+    layout_ = local_.t;
   }
   ~GridModel() {
     for (Lin* L : {&qkv_, &proj_, &fc_, &fcp_, &head_})
-      for (tsr_matrix* m : {&L->Wf, &L->Wb, &L->X, &L->Y, &L->R, &L->dW}) tsr_matrix_destroy(m);
+      for (tsr_matrix* m : {&L->Wf, &L->Wb, &L->X, &L->Y, &L->R, &L->dW, &L->Ws}) tsr_matrix_destroy(m);
   }
   GridModel(const GridModel&) = delete;
   GridModel& operator=(const GridModel&) = delete;
   const std::vector<ParamTensor>& layout() const { return layout_; }
+  const LocalParams& local() const { return local_; }
 
   // Returns this rank's share of the summed token loss of the replica, times
   // T (so that the sum over all ranks / (replicas x T) is the mean loss, as
@@ -195,13 +210,14 @@ class GridModel {
     return total * static_cast<double>(tp_) / static_cast<double>(ce_size_);
   }
 
-  // G = d(scale * sum of the replica's token losses)/dP times T on this
-  // rank's blocks (zeros elsewhere), after a forward with targets.
+  // G = d(scale * sum of the replica's token losses)/dP on this rank's
+  // local() elements (the whole tensors: the sum over the grid, the same on
+  // every rank of it), after a forward with targets.
   void backward(const T* P, T* G, const int32_t* tok, const int32_t* targets, T scale) {
     const size_t C = s_.width, Nr = res_.n, Nm = mid_.n, fr = res_.f, vl = head_.yl.f, v0 = head_.yl.f0;
     auto p = [&](size_t t) { return P + layout_[t].offset; };
     auto g = [&](size_t t) { return G + layout_[t].offset; };
-    std::fill(G, G + param_count(layout_), T(0));
+    std::fill(G, G + local_.n, T(0));
     for (size_t n = 0; n < Nm; ++n) {
       const T* pr = probs_.data() + n * vl;
       T* d = dlogits_.data() + n * vl;
@@ -239,10 +255,13 @@ class GridModel {
       T* ps = g(1) + static_cast<size_t>(pos_[n % Tl_]) * C + res_.f0;
       const T* d = dres_.data() + nl * fr;
       for (size_t j = 0; j < fr; ++j) {
-        e[j] += ts_ * d[j];
-        ps[j] += ts_ * d[j];
+        e[j] += d[j];
+        ps[j] += d[j];
       }
     }
+    // the whole tensors' partial sums over the grid (one all-reduce)
+    if (tp_ > 1 && local_.replicated)
+      ok(tsr_allreduce(grid_, TSR_AXIS_ALL, G, G, local_.replicated, TSR_FLOAT32, TSR_SUM), "tsr_allreduce");
   }
 
   // What the README's layout section states, for the run's header line.
@@ -262,6 +281,10 @@ class GridModel {
     size_t K = 0, O = 0;
     bool perm = false;  // QKV: output features in head-block order
     tsr_matrix Wf = nullptr, Wb = nullptr, X = nullptr, Y = nullptr, R = nullptr, dW = nullptr;
+    tsr_matrix Ws = nullptr;  // 2D: the K x O matrix with Wf's owners (dW's redistribution target)
+    bool wb_moves = false;     // Wb's layout differs from Wf's: redistribute each backward
+    int dw_moves = 0;          // 0: dW is in Wf's layout; 1: redistribute into Wf; 2: into Ws
+    std::vector<uint32_t> dw_pos;  // element e of the (redistributed) dW -> local position in Wf's block
     int redist = 0;  // 0 none (3D), 1: X^T redistributed for dW, 2: dY^T, 3: 2D, dW by three-phase
     size_t redist_size = 0;
     ActLayout xl, yl;
@@ -398,18 +421,39 @@ class GridModel {
     L.wf_idx = weight_index(L.Wf, L);
     L.wb_idx = weight_index(L.Wb, L);
     L.dw_idx = weight_index(L.dW, L, L.redist == 3);
+    L.wb_moves = !same(L.Wf, L.Wb);
+    std::vector<uint32_t> after = L.dw_idx;
+    if (L.redist == 3) {
+      std::array<int, 3> cf = canon(layouts(TSR_NOTRANS, TSR_NOTRANS, TSR_DIM_J, TSR_DIM_I, TSR_DIM_K)[0]);
+      if (cf[2] != TSR_DIM_NONE) throw GridError("internal: the 2D weight layout has a sub-dimension");
+      tsr_layout tl = TSR_LAYOUT(cf[1], cf[0], TSR_DIM_NONE);
+      L.Ws = mat(k, o, tl);
+      L.dw_moves = 2;
+      after = weight_index(L.Ws, L, true);
+    } else if (!same(L.dW, L.Wf)) {
+      L.dw_moves = 1;
+      after = L.wf_idx;
+    }
+    {  // positions in the Wf block; the owners must be the same
+      std::vector<int64_t> at(K * O, -1);
+      for (size_t e = 0; e < L.wf_idx.size(); ++e) at[L.wf_idx[e]] = static_cast<int64_t>(e);
+      if (after.size() != L.wf_idx.size()) throw GridError("internal: the weight gradient's block is not the weight's");
+      L.dw_pos.resize(after.size());
+      for (size_t e = 0; e < after.size(); ++e) {
+        if (at[after[e]] < 0) throw GridError("internal: the weight gradient's block is not the weight's");
+        L.dw_pos[e] = static_cast<uint32_t>(at[after[e]]);
+        at[after[e]] = -1;
+      }
+    }
     L.xl = act_layout(L.X);
     L.yl = act_layout(L.Y);
     L.ycanon.resize(L.yl.f);
     for (size_t i = 0; i < L.yl.f; ++i) L.ycanon[i] = static_cast<uint32_t>(perm ? qkv_canon(L.yl.f0 + i) : L.yl.f0 + i);
     return L;
   }
-  void gather_w(const std::vector<uint32_t>& idx, const T* W, std::vector<T>& out) const {
-    for (size_t e = 0; e < idx.size(); ++e) out[e] = W[idx[e]];
-  }
   void lin_forward(const Lin& L, const T* P, size_t w, size_t bias, const T* x, T* y) {
-    gather_w(L.wf_idx, P + layout_[w].offset, wf_);
-    ok(tsr_gemm(algo_, TSR_NOTRANS, TSR_NOTRANS, 1.0, L.Wf, wf_.data(), L.X, x, 0.0, L.Y, y), "tsr_gemm (forward)");
+    ok(tsr_gemm(algo_, TSR_NOTRANS, TSR_NOTRANS, 1.0, L.Wf, P + layout_[w].offset, L.X, x, 0.0, L.Y, y),
+       "tsr_gemm (forward)");
     if (bias == SIZE_MAX) return;
     const T* bb = P + layout_[bias].offset;
     for (size_t n = 0; n < L.yl.n; ++n) {
@@ -417,10 +461,15 @@ class GridModel {
       for (size_t j = 0; j < L.yl.f; ++j) yr[j] += bb[L.ycanon[j]];
     }
   }
-  // dx = dy W^T (overwritten); G's blocks of W and the bias += T x partial.
+  // dx = dy W^T (overwritten); G's block of W += the gradient, the bias
+  // (whole) += this rank's partial sum.
   void lin_backward(const Lin& L, const T* P, T* G, size_t w, size_t bias, const T* dy, const T* x, T* dx) {
-    gather_w(L.wb_idx, P + layout_[w].offset, wb_);
-    ok(tsr_gemm(algo_, TSR_TRANS, TSR_NOTRANS, 1.0, L.Wb, wb_.data(), L.Y, dy, 0.0, L.X, dx), "tsr_gemm (input gradient)");
+    const T* wb = P + layout_[w].offset;
+    if (L.wb_moves) {
+      ok(tsr_matrix_redistribute(L.Wf, wb, L.Wb, wb_.data()), "tsr_matrix_redistribute (weights)");
+      wb = wb_.data();
+    }
+    ok(tsr_gemm(algo_, TSR_TRANS, TSR_NOTRANS, 1.0, L.Wb, wb, L.Y, dy, 0.0, L.X, dx), "tsr_gemm (input gradient)");
     if (L.redist == 1) {
       ok(tsr_matrix_redistribute(L.X, x, L.R, redist_.data()), "tsr_matrix_redistribute");
       ok(tsr_gemm(algo_, TSR_NOTRANS, TSR_TRANS, 1.0, L.Y, dy, L.R, redist_.data(), 0.0, L.dW, dw_.data()), "tsr_gemm (weight gradient)");
@@ -432,13 +481,19 @@ class GridModel {
     } else {
       ok(tsr_gemm(algo_, TSR_NOTRANS, TSR_TRANS, 1.0, L.Y, dy, L.X, x, 0.0, L.dW, dw_.data()), "tsr_gemm (weight gradient)");
     }
+    const T* d = dw_.data();
+    if (L.dw_moves) {
+      ok(tsr_matrix_redistribute(L.dW, dw_.data(), L.dw_moves == 2 ? L.Ws : L.Wf, ws_.data()),
+         "tsr_matrix_redistribute (weight gradient)");
+      d = ws_.data();
+    }
     T* gw = G + layout_[w].offset;
-    for (size_t e = 0; e < L.dw_idx.size(); ++e) gw[L.dw_idx[e]] += ts_ * dw_[e];
+    for (size_t e = 0; e < L.dw_pos.size(); ++e) gw[L.dw_pos[e]] += d[e];
     if (bias == SIZE_MAX) return;
     T* gb = G + layout_[bias].offset;
     for (size_t n = 0; n < L.yl.n; ++n) {
       const T* d = dy + n * L.yl.f;
-      for (size_t j = 0; j < L.yl.f; ++j) gb[L.ycanon[j]] += ts_ * d[j];
+      for (size_t j = 0; j < L.yl.f; ++j) gb[L.ycanon[j]] += d[j];
     }
   }
   // LayerNorm over features split on ln_axis_: the sums of x and x^2 per
@@ -475,8 +530,8 @@ class GridModel {
         T norm = (xr[c] - m) * r;
         T dn = d[c] * g[c];
         s1 += dn, s2 += dn * norm;
-        dg[c] += ts_ * d[c] * norm;
-        db[c] += ts_ * d[c];
+        dg[c] += d[c] * norm;
+        db[c] += d[c];
       }
       s[2 * n] = s1, s[2 * n + 1] = s2;
     }
@@ -506,8 +561,8 @@ class GridModel {
   size_t Tl_;
   tsr_attn_config cfg_;
   std::vector<ParamTensor> layout_;
+  LocalParams local_;
   int q_ = 1, tp_ = 1;
-  T ts_ = 1;
   tsr_gemm_algo algo_ = TSR_GEMM_2D;
   tsr_grid_axis ln_axis_ = TSR_AXIS_ROW, ce_axis_ = TSR_AXIS_ROW;
   int ln_size_ = 1, ce_size_ = 1;
@@ -518,7 +573,7 @@ class GridModel {
   std::vector<Acts> acts_;
   std::vector<T> lnf_, lnfm_, lnfr_, logits_, probs_;
   std::vector<T> dres_, dln_, dqkv_, datty_, dfc_, dgel_, dlogits_, dq_, dk_, dv_, dO_;
-  std::vector<T> wf_, wb_, dw_, redist_;
+  std::vector<T> wb_, dw_, ws_, redist_;
 };
 
 }  // namespace gpt

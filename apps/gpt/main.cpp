@@ -272,24 +272,89 @@ std::vector<double> read_curve(const std::string& path) {
   return loss;
 }
 
+// This rank's part of the parameters (LocalParams) and the way to the whole
+// tensors: the blocks of the tensor-parallel ranks tile every sharded
+// tensor, the replicated tensors are taken from tensor-parallel rank 0.
+struct Parts {
+  const LocalParams* lp = nullptr;
+  std::vector<ParamTensor> whole;  // param_layout: the whole model, canonical offsets
+  size_t n_whole = 0;
+  tsr_grid grid = nullptr;  // DP x SP x TP; the tensor-parallel ranks are its depth axis
+  int tpi = 0, tp = 1;
+  // full (n_whole) = the whole tensors assembled from every tensor-parallel
+  // rank's local array (collective over the depth axis).
+  tsr_status to_full(const float* loc, std::vector<float>& full) const {
+    full.assign(n_whole, 0.0f);
+    for (size_t k = 0; k < whole.size(); ++k) {
+      const ParamTensor& t = lp->t[k];
+      float* f = full.data() + whole[k].offset;
+      if (lp->sharded(k)) {
+        for (size_t i = 0; i < t.size; ++i) f[lp->gidx[k][i]] = loc[t.offset + i];
+      } else if (tpi == 0) {
+        std::memcpy(f, loc + t.offset, t.size * sizeof(float));
+      }
+    }
+    if (tp == 1) return TSR_SUCCESS;
+    return tsr_allreduce(grid, TSR_AXIS_DEPTH, full.data(), full.data(), n_whole, TSR_FLOAT32, TSR_SUM);
+  }
+  // loc = this rank's elements of the whole tensors (local).
+  void to_local(const std::vector<float>& full, float* loc) const {
+    for (size_t k = 0; k < whole.size(); ++k) {
+      const ParamTensor& t = lp->t[k];
+      const float* f = full.data() + whole[k].offset;
+      for (size_t i = 0; i < t.size; ++i) loc[t.offset + i] = f[lp->sharded(k) ? lp->gidx[k][i] : i];
+    }
+  }
+};
+
+// The optimizer's whole state array `which` of this rank's local array
+// (sharded over the replicas: assembled over them).
+tsr_status opt_state_local(tsr_optimizer opt, tsr_grid grid, tsr_opt_state which, size_t n, std::vector<float>& out) {
+  double lo = 0, cnt = 0, dist = 0;
+  tsr_optimizer_query(opt, TSR_OPTQ_SHARD_OFFSET, 0, &lo);
+  tsr_optimizer_query(opt, TSR_OPTQ_SHARD_SIZE, 0, &cnt);
+  tsr_optimizer_query(opt, TSR_OPTQ_DIST, 0, &dist);
+  out.assign(n, 0.0f);
+  tsr_status st = tsr_optimizer_get_state(opt, which, out.data() + static_cast<size_t>(lo), static_cast<size_t>(cnt));
+  if (st == TSR_SUCCESS && static_cast<int>(dist) == TSR_OPT_SHARDED)
+    st = tsr_allreduce(grid, TSR_AXIS_LAYER, out.data(), out.data(), n, TSR_FLOAT32, TSR_SUM);
+  return st;
+}
+
 // Checkpoints through tessera's public API (tessera/io.h): every parameter
-// tensor by name (replicated: the parameters are whole on every rank), the
-// optimizer's whole state under "opt", and the attributes that must match on
-// resume. Returns the status; the message is in tsr_last_error(ctx).
-tsr_status write_checkpoint(tsr_context ctx, const std::string& path, const std::vector<ParamTensor>& layout,
-                            const std::vector<float>& P, tsr_optimizer opt, const Options& o, int64_t step) {
+// tensor whole, by name, and LAMB's m and v of every tensor whole
+// ("opt.m.NAME", "opt.v.NAME") with the optimizer's step count: the file
+// does not depend on the layout (the whole tensors are assembled from the
+// tensor-parallel blocks and the replicas' optimizer shards while writing).
+// Returns the status; the message is in tsr_last_error(ctx).
+tsr_status write_checkpoint(tsr_context ctx, const std::string& path, const Parts& parts, const std::vector<float>& P,
+                            tsr_optimizer opt, const Options& o, int64_t step) {
+  std::vector<float> fp, fm, fv, lm, lv;
+  const size_t n = parts.lp->n;
+  tsr_status st = parts.to_full(P.data(), fp);
+  if (st == TSR_SUCCESS) st = opt_state_local(opt, parts.grid, TSR_OPT_STATE_M, n, lm);
+  if (st == TSR_SUCCESS) st = opt_state_local(opt, parts.grid, TSR_OPT_STATE_V, n, lv);
+  if (st == TSR_SUCCESS) st = parts.to_full(lm.data(), fm);
+  if (st == TSR_SUCCESS) st = parts.to_full(lv.data(), fv);
+  if (st != TSR_SUCCESS) return st;
+  double ostep = 0;
+  tsr_optimizer_query(opt, TSR_OPTQ_STEP, 0, &ostep);
   tsr_checkpoint ck = nullptr;
-  tsr_status st = tsr_checkpoint_create(ctx, path.c_str(), TSR_CKPT_AUTO, 0, &ck);
+  st = tsr_checkpoint_create(ctx, path.c_str(), TSR_CKPT_AUTO, 0, &ck);
   if (st != TSR_SUCCESS) return st;
   const Shape& s = o.shape;
-  for (const ParamTensor& t : layout) {
+  for (const ParamTensor& t : parts.whole) {
     uint64_t shape[1] = {t.size};
-    if (st == TSR_SUCCESS) st = tsr_checkpoint_put_replicated(ck, t.name.c_str(), TSR_FLOAT32, 1, shape, P.data() + t.offset);
+    if (st == TSR_SUCCESS) st = tsr_checkpoint_put_replicated(ck, t.name.c_str(), TSR_FLOAT32, 1, shape, fp.data() + t.offset);
+    if (st == TSR_SUCCESS)
+      st = tsr_checkpoint_put_replicated(ck, ("opt.m." + t.name).c_str(), TSR_FLOAT32, 1, shape, fm.data() + t.offset);
+    if (st == TSR_SUCCESS)
+      st = tsr_checkpoint_put_replicated(ck, ("opt.v." + t.name).c_str(), TSR_FLOAT32, 1, shape, fv.data() + t.offset);
   }
-  if (st == TSR_SUCCESS) st = tsr_checkpoint_put_optimizer(ck, "opt", opt);
   const std::pair<const char*, int64_t> ints[] = {{"step", step}, {"layers", (int64_t)s.layers}, {"width", (int64_t)s.width},
                                                   {"heads", (int64_t)s.heads}, {"seq", (int64_t)s.seq},
-                                                  {"vocab", (int64_t)s.vocab}, {"seed", (int64_t)o.seed}, {"steps", o.steps}};
+                                                  {"vocab", (int64_t)s.vocab}, {"seed", (int64_t)o.seed}, {"steps", o.steps},
+                                                  {"opt_step", static_cast<int64_t>(ostep)}};
   for (const auto& kv : ints)
     if (st == TSR_SUCCESS) st = tsr_checkpoint_set_int(ck, kv.first, kv.second);
   if (st == TSR_SUCCESS) st = tsr_checkpoint_set_string(ck, "optimizer", o.optimizer.c_str());
@@ -300,9 +365,10 @@ tsr_status write_checkpoint(tsr_context ctx, const std::string& path, const std:
 }
 
 // Reads a checkpoint; returns the step it was written at, or -1 with msg set
-// (a mismatch of the model or the run: exit 2), or throws on an I/O error.
-int64_t read_checkpoint(tsr_context ctx, const std::string& path, const std::vector<ParamTensor>& layout,
-                        std::vector<float>& P, tsr_optimizer opt, const Options& o, std::string& msg) {
+// (a mismatch of the model or the run: exit 2). The whole tensors are read
+// on every rank, and each keeps its blocks and its optimizer shard.
+int64_t read_checkpoint(tsr_context ctx, const std::string& path, const Parts& parts, std::vector<float>& P,
+                        tsr_optimizer opt, const Options& o, std::string& msg) {
   tsr_checkpoint ck = nullptr;
   tsr_status st = tsr_checkpoint_open(ctx, path.c_str(), &ck);
   if (st != TSR_SUCCESS) {
@@ -330,13 +396,32 @@ int64_t read_checkpoint(tsr_context ctx, const std::string& path, const std::vec
     tsr_checkpoint_close(&ck);
     return -1;
   }
-  int64_t step = 0;
+  int64_t step = 0, ostep = 0;
   st = tsr_checkpoint_get_int(ck, "step", &step);
-  for (const ParamTensor& t : layout) {
+  if (st == TSR_SUCCESS) st = tsr_checkpoint_get_int(ck, "opt_step", &ostep);
+  std::vector<float> fp(parts.n_whole), fm(parts.n_whole), fv(parts.n_whole);
+  for (const ParamTensor& t : parts.whole) {
     uint64_t shape[1] = {t.size};
-    if (st == TSR_SUCCESS) st = tsr_checkpoint_get_replicated(ck, t.name.c_str(), TSR_FLOAT32, 1, shape, P.data() + t.offset);
+    if (st == TSR_SUCCESS) st = tsr_checkpoint_get_replicated(ck, t.name.c_str(), TSR_FLOAT32, 1, shape, fp.data() + t.offset);
+    if (st == TSR_SUCCESS)
+      st = tsr_checkpoint_get_replicated(ck, ("opt.m." + t.name).c_str(), TSR_FLOAT32, 1, shape, fm.data() + t.offset);
+    if (st == TSR_SUCCESS)
+      st = tsr_checkpoint_get_replicated(ck, ("opt.v." + t.name).c_str(), TSR_FLOAT32, 1, shape, fv.data() + t.offset);
   }
-  if (st == TSR_SUCCESS) st = tsr_checkpoint_get_optimizer(ck, "opt", opt);
+  if (st == TSR_SUCCESS) {
+    const size_t n = parts.lp->n;
+    std::vector<float> lm(n), lv(n);
+    parts.to_local(fp, P.data());
+    parts.to_local(fm, lm.data());
+    parts.to_local(fv, lv.data());
+    double lo = 0, cnt = 0;
+    tsr_optimizer_query(opt, TSR_OPTQ_SHARD_OFFSET, 0, &lo);
+    tsr_optimizer_query(opt, TSR_OPTQ_SHARD_SIZE, 0, &cnt);
+    st = tsr_optimizer_set_state(opt, TSR_OPT_STATE_M, lm.data() + static_cast<size_t>(lo), static_cast<size_t>(cnt));
+    if (st == TSR_SUCCESS)
+      st = tsr_optimizer_set_state(opt, TSR_OPT_STATE_V, lv.data() + static_cast<size_t>(lo), static_cast<size_t>(cnt));
+    if (st == TSR_SUCCESS) st = tsr_optimizer_set_step(opt, ostep);
+  }
   if (st != TSR_SUCCESS) {
     msg = std::string("--resume: ") + tsr_status_name(st) + ": " + tsr_last_error(ctx);
     tsr_checkpoint_close(&ck);
@@ -344,6 +429,16 @@ int64_t read_checkpoint(tsr_context ctx, const std::string& path, const std::vec
   }
   tsr_checkpoint_close(&ck);
   return step;
+}
+
+// Peak resident memory of this process (VmHWM of /proc/self/status), bytes;
+// 0 where it cannot be read.
+double peak_rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.compare(0, 6, "VmHWM:") == 0) return std::strtod(line.c_str() + 6, nullptr) * 1024.0;
+  return 0;
 }
 
 }  // namespace
@@ -412,6 +507,9 @@ int main(int argc, char** argv) {
   tpar.allreduce_sum = [&](float* buf, size_t count) {
     TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_DEPTH, buf, buf, count, TSR_FLOAT32, TSR_SUM));
   };
+  tpar.allreduce_max = [&](float* buf, size_t count) {
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_DEPTH, buf, buf, count, TSR_FLOAT32, TSR_MAX));
+  };
   // 2D / 2.5D / 3D: a context over the replica's tensor-parallel ranks (the
   // depth axis of the grid above) and the q x q (x c | x q) grid on it; the
   // linear layers run tessera's grid GEMM there (grid_model.hpp).
@@ -456,32 +554,65 @@ int main(int argc, char** argv) {
     if (modelg) modelg->backward(P, G, x, y, sc);
     else model1->backward(P, G, x, y, sc);
   };
-  // regions on both contexts (the tensor-parallel one has its own ledger)
+  // The optimizer's context: the replicas of this rank's tensor-parallel
+  // blocks (the DP x SP ranks of equal TP coordinate: the grid's layer);
+  // the tensor-parallel ranks complete its norms (tp1ctx for 1D, tpctx
+  // for the grids).
+  tsr_context optctx = nullptr, tp1ctx = nullptr;
+  {
+    MPI_Comm layer = MPI_COMM_NULL;
+    TSR_OK(ctx, tsr_grid_comm(grid, TSR_AXIS_LAYER, &layer));
+    TSR_OK(nullptr, tsr_context_create(layer, &optctx));
+    if (!gridtp && o.tp > 1) {
+      MPI_Comm depth = MPI_COMM_NULL;
+      TSR_OK(ctx, tsr_grid_comm(grid, TSR_AXIS_DEPTH, &depth));
+      TSR_OK(nullptr, tsr_context_create(depth, &tp1ctx));
+    }
+  }
+  tsr_context normctx = gridtp ? tpctx : tp1ctx;
+  // regions on every context (each has its own ledger)
   auto region = [&](const char* name, bool begin) {
-    TSR_OK(ctx, begin ? tsr_region_begin(ctx, name) : tsr_region_end(ctx, name));
-    if (tpctx) TSR_OK(tpctx, begin ? tsr_region_begin(tpctx, name) : tsr_region_end(tpctx, name));
+    for (tsr_context c : {ctx, tpctx, optctx, tp1ctx})
+      if (c) TSR_OK(c, begin ? tsr_region_begin(c, name) : tsr_region_end(c, name));
   };
-  const auto& layout = modelg ? modelg->layout() : model1->layout();
-  const size_t n = param_count(layout);
+  const LocalParams& lp = modelg ? modelg->local() : model1->local();
+  const auto& layout = lp.t;
+  const size_t n = lp.n;
+  Parts parts;
+  parts.lp = &lp;
+  parts.whole = param_layout(S);
+  parts.n_whole = param_count(parts.whole);
+  parts.grid = grid;
+  parts.tpi = tpi;
+  parts.tp = o.tp;
   std::vector<float> P(n), G(n);
-  init_params(P.data(), layout, S, o.seed);
+  init_local(P.data(), lp, S, o.seed);
 
-  // --- the optimizer: one group per tensor ---
+  // --- the optimizer: one group per tensor (this rank's part of it), in
+  // the local array's order ---
   std::vector<size_t> sizes;
-  for (const auto& t : layout) sizes.push_back(t.size);
+  std::vector<double> nweights;
+  for (size_t k : lp.order) {
+    sizes.push_back(layout[k].size);
+    nweights.push_back(lp.sharded(k) || tpi == 0 ? 1.0 : 0.0);  // replicated tensors: counted once
+  }
   tsr_optimizer opt = nullptr;
   tsr_opt_dist dist = o.dist == "sharded" ? TSR_OPT_SHARDED : TSR_OPT_DATA_PARALLEL;
-  TSR_OK(ctx, tsr_optimizer_create(ctx, TSR_PRESET_LAMB_APEX, dist, TSR_FLOAT32, sizes.size(), sizes.data(), &opt));
-  TSR_OK(ctx, tsr_optimizer_set_param(opt, TSR_OPT_LR, o.lr));
-  TSR_OK(ctx, tsr_optimizer_set_param(opt, TSR_OPT_WEIGHT_DECAY, o.wd));
-  TSR_OK(ctx, tsr_optimizer_set_param(opt, TSR_OPT_MAX_GRAD_NORM, o.clip));
+  TSR_OK(optctx, tsr_optimizer_create(optctx, TSR_PRESET_LAMB_APEX, dist, TSR_FLOAT32, sizes.size(), sizes.data(), &opt));
+  TSR_OK(optctx, tsr_optimizer_set_param(opt, TSR_OPT_LR, o.lr));
+  TSR_OK(optctx, tsr_optimizer_set_param(opt, TSR_OPT_WEIGHT_DECAY, o.wd));
+  TSR_OK(optctx, tsr_optimizer_set_param(opt, TSR_OPT_MAX_GRAD_NORM, o.clip));
   const bool lamb = o.optimizer == "lamb";
-  for (size_t g = 0; g < layout.size(); ++g) {
-    TSR_OK(ctx, tsr_optimizer_set_group_param(opt, static_cast<int>(g), TSR_OPT_DECAY, layout[g].matrix ? 1 : 0));
-    TSR_OK(ctx, tsr_optimizer_set_group_param(opt, static_cast<int>(g), TSR_OPT_ADAPT, lamb && layout[g].matrix ? 1 : 0));
+  for (size_t g = 0; g < lp.order.size(); ++g) {
+    const ParamTensor& t = layout[lp.order[g]];
+    TSR_OK(optctx, tsr_optimizer_set_group_param(opt, static_cast<int>(g), TSR_OPT_DECAY, t.matrix ? 1 : 0));
+    TSR_OK(optctx, tsr_optimizer_set_group_param(opt, static_cast<int>(g), TSR_OPT_ADAPT, lamb && t.matrix ? 1 : 0));
   }
+  // LAMB's trust ratios and the clipping norm of the whole tensors: the
+  // per-tensor sums of squares completed over the tensor-parallel ranks
+  if (normctx) TSR_OK(optctx, tsr_optimizer_set_norm_reduction(opt, normctx, nweights.size(), nweights.data()));
   Schedule sched{o.lr, o.min_lr_frac, std::max(1, o.warmup), o.steps};
-  TSR_OK(ctx, tsr_optimizer_set_schedule(opt, schedule_fn, &sched));
+  TSR_OK(optctx, tsr_optimizer_set_schedule(opt, schedule_fn, &sched));
 
   const double tokens_per_step = static_cast<double>(o.batch * S.seq);
   const double C = static_cast<double>(S.width), L = static_cast<double>(S.layers);
@@ -489,7 +620,7 @@ int main(int argc, char** argv) {
   const double flop_per_step = 3 * flop_per_token * tokens_per_step;  // the PyTorch baseline's count
   if (root) {
     std::printf("tessera-gpt: %zu layers, width %zu, %zu heads, seq %zu, vocab %zu: %zu parameters in %zu groups\n",
-                S.layers, S.width, S.heads, S.seq, S.vocab, n, layout.size());
+                S.layers, S.width, S.heads, S.seq, S.vocab, parts.n_whole, layout.size());
     std::printf("data: %s, %zu bytes (train %zu, validation %zu)\n", o.data.empty() ? "Jane Austen's novels" : o.data.c_str(),
                 text.size(), split.train.size(), split.val.size());
     std::string tpd = o.tp_mode == "1d" ? "Megatron 1D"
@@ -500,8 +631,19 @@ int main(int argc, char** argv) {
                 "x TP %d (%s); %s %s, lr %g, warmup %d, batch %zu x %zu tokens\n",
                 world, o.dp, o.sp, Tl, o.tp, tpd.c_str(), o.optimizer == "lamb" ? "LAMB" : "AdamW (LAMB without layer adaptation)",
                 o.dist == "sharded" ? "sharded" : "data-parallel", o.lr, o.warmup, o.batch, S.seq);
-    std::fflush(stdout);
   }
+  {  // memory: this rank's parameters, gradients and optimizer state
+    double sb = 0;
+    tsr_optimizer_query(opt, TSR_OPTQ_STATE_BYTES, 0, &sb);
+    double mine[3] = {4.0 * static_cast<double>(n), 4.0 * static_cast<double>(n), sb}, mx[3];
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_ALL, mine, mx, 3, TSR_FLOAT64, TSR_MAX));
+    if (root)
+      std::printf("params per rank: %.2f MB (whole model %.2f MB), gradients %.2f MB, optimizer state %.2f MB "
+                  "(largest rank; %s LAMB state of the whole model: %.2f MB)\n",
+                  mx[0] / 1e6, 4.0 * static_cast<double>(parts.n_whole) / 1e6, mx[1] / 1e6, mx[2] / 1e6,
+                  o.dist == "sharded" ? "sharded:" : "data-parallel:", 8.0 * static_cast<double>(parts.n_whole) / 1e6);
+  }
+  if (root) std::fflush(stdout);
 
   std::vector<int32_t> x(Bl * Tl), y(Bl * Tl);
   const float scale = 1.0f / static_cast<float>(Bl * Tl);
@@ -534,7 +676,7 @@ int main(int argc, char** argv) {
   if (!o.resume.empty()) {
     std::string msg;
     region("checkpoint", true);
-    int64_t at = read_checkpoint(ctx, o.resume, layout, P, opt, o, msg);
+    int64_t at = read_checkpoint(ctx, o.resume, parts, P, opt, o, msg);
     region("checkpoint", false);
     if (at < 0) {
       std::fprintf(stderr, "tessera-gpt: error (rank %d): %s\n", wrank, msg.c_str());
@@ -542,6 +684,8 @@ int main(int argc, char** argv) {
       modelg.reset();
       tsr_grid_destroy(&tpgrid);
       tsr_context_destroy(&tpctx);
+      tsr_context_destroy(&tp1ctx);
+      tsr_context_destroy(&optctx);
       tsr_ring_destroy(&ring);
       tsr_grid_destroy(&grid);
       tsr_context_destroy(&ctx);
@@ -554,7 +698,7 @@ int main(int argc, char** argv) {
   auto checkpoint = [&](int step) {
     region("checkpoint", true);
     double t0 = MPI_Wtime();
-    TSR_OK(ctx, write_checkpoint(ctx, o.checkpoint, layout, P, opt, o, step));
+    TSR_OK(ctx, write_checkpoint(ctx, o.checkpoint, parts, P, opt, o, step));
     region("checkpoint", false);
     if (root) std::printf("checkpoint: step %d written to %s (%.0f ms)\n", step, o.checkpoint.c_str(), (MPI_Wtime() - t0) * 1e3);
   };
@@ -565,9 +709,12 @@ int main(int argc, char** argv) {
   // gradient off by a constant factor (Adam and LAMB normalise it away).
   bool grad_fail = false;
   auto check_gradient = [&](int step) {
-    std::vector<float> avg(G);
-    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_ALL, avg.data(), avg.data(), n, TSR_FLOAT32, TSR_SUM));
-    for (float& v : avg) v /= static_cast<float>(world);
+    std::vector<float> avg, fullP;  // the whole tensors' gradient averaged over the replicas; the whole model
+    TSR_OK(ctx, parts.to_full(G.data(), avg));
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_LAYER, avg.data(), avg.data(), avg.size(), TSR_FLOAT32, TSR_SUM));
+    for (float& v : avg) v /= static_cast<float>(o.dp * o.sp);
+    TSR_OK(ctx, parts.to_full(P.data(), fullP));
+    const size_t nw = parts.n_whole;
     tsr_context sctx = nullptr;
     tsr_ring sring = nullptr;
     TSR_OK(nullptr, tsr_context_create(MPI_COMM_SELF, &sctx));
@@ -580,12 +727,12 @@ int main(int argc, char** argv) {
       std::vector<int32_t> fx(o.batch * S.seq), fy(o.batch * S.seq);
       fill_batch(split.train, o.seed, STREAM_TRAIN_BATCH, static_cast<uint64_t>(step), 0, o.batch, S.seq, fp.data(), S.seq,
                  fx.data(), fy.data());
-      std::vector<float> rg(n);
-      ref.forward(P.data(), fx.data(), fy.data());
-      ref.backward(P.data(), rg.data(), fx.data(), fy.data(), 1.0f / static_cast<float>(o.batch * S.seq));
+      std::vector<float> rg(nw);
+      ref.forward(fullP.data(), fx.data(), fy.data());
+      ref.backward(fullP.data(), rg.data(), fx.data(), fy.data(), 1.0f / static_cast<float>(o.batch * S.seq));
       double worst = 0;
       std::string at;
-      for (const ParamTensor& t : layout) {
+      for (const ParamTensor& t : parts.whole) {
         double mx = 0, d = 0;
         for (size_t i = t.offset; i < t.offset + t.size; ++i) {
           mx = std::max(mx, static_cast<double>(std::fabs(rg[i])));
@@ -624,7 +771,7 @@ int main(int argc, char** argv) {
     if (st == TSR_ERR_NUMERIC) {
       if (root) std::printf("step %d: gradient not finite, step skipped by the optimizer\n", step);
     } else if (st != TSR_SUCCESS) {
-      die_tsr(ctx, "tsr_optimizer_step", st);
+      die_tsr(optctx, "tsr_optimizer_step", st);
     }
     double loss = global_mean(local);
     region("optimizer", false);
@@ -678,6 +825,8 @@ int main(int argc, char** argv) {
   }
 
   // --- sample text from the trained model (rank 0, a ring of its own) ---
+  std::vector<float> fullP;
+  if (o.sample > 0) TSR_OK(ctx, parts.to_full(P.data(), fullP));
   if (root && o.sample > 0) {
     tsr_context sctx = nullptr;
     tsr_ring sring = nullptr;
@@ -693,7 +842,7 @@ int main(int argc, char** argv) {
       std::vector<int64_t> gp(w);
       for (size_t t = 0; t < w; ++t) gp[t] = static_cast<int64_t>(t);
       gen.resize(1, gp, w);
-      gen.forward(P.data(), ctxt.data() + (ctxt.size() - w), nullptr);
+      gen.forward(fullP.data(), ctxt.data() + (ctxt.size() - w), nullptr);
       const float* lg = gen.logits() + (w - 1) * S.vocab;
       double m = lg[0];
       for (size_t v = 1; v < S.vocab; ++v) m = std::max(m, static_cast<double>(lg[v]));
@@ -719,13 +868,13 @@ int main(int argc, char** argv) {
     const char* regs[3] = {"forward", "backward", "optimizer"};
     double sums[6] = {0, 0, 0, 0, 0, 0};
     for (int r = 0; r < 3; ++r)
-      for (tsr_context c : {ctx, tpctx}) {
+      for (tsr_context c : {ctx, tpctx, optctx, tp1ctx}) {
         if (!c) continue;
         tsr_counters k;
         if (tsr_counters_get(c, regs[r], &k) != TSR_SUCCESS) continue;
         double b = 0;
         for (int pc = 0; pc < TSR_PEER_CLASSES; ++pc) b += static_cast<double>(k.p2p_sent[pc].bytes + k.coll_wire_sent[pc].bytes);
-        sums[r + (c == tpctx ? 3 : 0)] += b;
+        sums[r + (c == tpctx || c == tp1ctx ? 3 : 0)] += b;
       }
     TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_ALL, sums, sums, 6, TSR_FLOAT64, TSR_SUM));
     const double ns = std::max(1, last_step - first_step + 1);
@@ -798,10 +947,18 @@ int main(int argc, char** argv) {
     }
   }
   if (grad_fail) rc = 1;
+  {  // peak resident memory per rank (VmHWM)
+    double mine = peak_rss_bytes(), lo = mine, hi = mine;
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_ALL, &mine, &lo, 1, TSR_FLOAT64, TSR_MIN));
+    TSR_OK(ctx, tsr_allreduce(grid, TSR_AXIS_ALL, &mine, &hi, 1, TSR_FLOAT64, TSR_MAX));
+    if (root) std::printf("peak RSS per rank (VmHWM): min %.1f MB, max %.1f MB\n", lo / 1e6, hi / 1e6);
+  }
   tsr_optimizer_destroy(&opt);
   modelg.reset();
   tsr_grid_destroy(&tpgrid);
   tsr_context_destroy(&tpctx);
+  tsr_context_destroy(&tp1ctx);
+  tsr_context_destroy(&optctx);
   tsr_ring_destroy(&ring);
   tsr_grid_destroy(&grid);
   tsr_context_destroy(&ctx);

@@ -246,6 +246,41 @@ TSR_API tsr_status tsr_optimizer_query(tsr_optimizer opt, tsr_opt_query what, in
 TSR_API tsr_status tsr_optimizer_get_state(tsr_optimizer opt, tsr_opt_state which, float* out,
                                            size_t count);
 
+/* The inverse of tsr_optimizer_get_state: overwrite this rank's part of a
+ * state array (elements TSR_OPTQ_SHARD_OFFSET .. + TSR_OPTQ_SHARD_SIZE)
+ * from in; count must be that size. For a state kept in another layout
+ * than the optimizer's groups (tensor-parallel blocks written as whole
+ * tensors, docs/OPTIMIZERS.md). Setting the master weights marks them
+ * initialised. Local. Errors: INVALID_ARG (state the optimizer does not
+ * have, NULL), SHAPE (count). */
+TSR_API tsr_status tsr_optimizer_set_state(tsr_optimizer opt, tsr_opt_state which, const float* in,
+                                           size_t count);
+/* Set the step count (TSR_OPTQ_STEP): the next step is step + 1 (its bias
+ * corrections and schedule value). Local; every rank must set the same
+ * value before the next step (checked there). Errors: INVALID_ARG (NULL,
+ * step < 0). */
+TSR_API tsr_status tsr_optimizer_set_step(tsr_optimizer opt, int64_t step);
+
+/* Tensor parallelism: groups whose tensors are cut over other ranks than
+ * the optimizer's (each rank of the optimizer's context holds only its
+ * blocks). With a norm context, every per-group sum a step assembles (the
+ * sums of squares of the gradient, the weights and the update; LARS: G.w)
+ * is multiplied by this rank's weights[g] and summed over the ranks of
+ * norm_ctx (one all-reduce of float64 on norm_ctx's transport and ledger per
+ * assembly: 1 or 2 per step, TSR_OPTQ_NORM_ALLREDUCES counts them), so
+ * that trust ratios and the global gradient norm are those of the whole
+ * tensors: weight 1 where the rank's block is distinct, 1 on one rank and 0
+ * on the others where ranks hold the same block or a replicated tensor.
+ * weights NULL: all 1. norm_ctx NULL removes the reduction. The step is then
+ * collective over norm_ctx too (every rank of it steps its own optimizer
+ * with the same step number, hyperparameters and decisions); norm_ctx must
+ * not be the optimizer's context and cannot be destroyed before the
+ * optimizer (TSR_ERR_STATE). Local. Errors: INVALID_ARG (NULL or stale
+ * handles, norm_ctx the optimizer's context, ngroups not the optimizer's,
+ * a weight not finite or < 0). */
+TSR_API tsr_status tsr_optimizer_set_norm_reduction(tsr_optimizer opt, tsr_context norm_ctx,
+                                                    size_t ngroups, const double* weights);
+
 /* Write the optimizer state (kind, group sizes, every parameter of every
  * group, step and skip counters, m and v or the momentum, the master weights)
  * to path through tessera's I/O layer: parallel HDF5 where the build has it,

@@ -683,7 +683,8 @@ TEST(BadInput, Optimizers) {
   COVER(tsr_optimizer_set_group_param), COVER(tsr_optimizer_get_param), COVER(tsr_optimizer_param_bounds);
   COVER(tsr_optimizer_param_name), COVER(tsr_optimizer_preset_name), COVER(tsr_optimizer_set_schedule);
   COVER(tsr_optimizer_step), COVER(tsr_optimizer_query), COVER(tsr_optimizer_get_state);
-  COVER(tsr_optimizer_save), COVER(tsr_optimizer_load);
+  COVER(tsr_optimizer_save), COVER(tsr_optimizer_load), COVER(tsr_optimizer_set_state);
+  COVER(tsr_optimizer_set_step), COVER(tsr_optimizer_set_norm_reduction);
   Env e;
   Quiet q;
   const bool me = last();
@@ -720,6 +721,9 @@ TEST(BadInput, Optimizers) {
     here(tsr_optimizer_set_schedule(h, nullptr, nullptr), kInv, "set_schedule bad");
     here(tsr_optimizer_query(h, TSR_OPTQ_KIND, 0, &v), kInv, "query bad");
     here(tsr_optimizer_get_state(h, TSR_OPT_STATE_M, st.data(), 16), kInv, "get_state bad");
+    here(tsr_optimizer_set_state(h, TSR_OPT_STATE_M, st.data(), 16), kInv, "set_state bad", "'opt'");
+    here(tsr_optimizer_set_step(h, 3), kInv, "set_step bad", "'opt'");
+    here(tsr_optimizer_set_norm_reduction(h, nullptr, 1, nullptr), kInv, "set_norm_reduction bad", "'opt'");
     all(tsr_optimizer_step(h, st.data(), st.data(), 16), kInv, "step bad");
     all(tsr_optimizer_save(h, "/tmp/x"), kInv, "save bad");
     all(tsr_optimizer_load(h, "/tmp/x"), kInv, "load bad");
@@ -738,6 +742,24 @@ TEST(BadInput, Optimizers) {
   here(tsr_optimizer_query(e.opt, TSR_OPTQ_KIND, 0, nullptr), kInv, "query NULL", "'value'");
   here(tsr_optimizer_get_state(e.opt, static_cast<tsr_opt_state>(99), st.data(), 16), kInv, "get_state which");
   here(tsr_optimizer_get_state(e.opt, TSR_OPT_STATE_M, st.data(), 15), TSR_ERR_SHAPE, "get_state count");
+  here(tsr_optimizer_set_state(e.opt, TSR_OPT_STATE_MASTER, st.data(), 16), kInv, "set_state which", "'which'");
+  here(tsr_optimizer_set_state(e.opt, TSR_OPT_STATE_V, st.data(), 17), TSR_ERR_SHAPE, "set_state count", "'count'");
+  here(tsr_optimizer_set_state(e.opt, TSR_OPT_STATE_V, nullptr, 16), kInv, "set_state NULL", "'in'");
+  here(tsr_optimizer_set_step(e.opt, -1), kInv, "set_step negative", "'step'");
+  {
+    tsr_context other = nullptr;
+    ASSERT_EQ(tsr_context_create(MPI_COMM_SELF, &other), TSR_SUCCESS);
+    const double wbad[1] = {-0.5}, wnan[1] = {std::numeric_limits<double>::quiet_NaN()};  // e.opt: one group
+    here(tsr_optimizer_set_norm_reduction(e.opt, e.ctx, 1, nullptr), kInv, "norm_reduction own ctx", "'norm_ctx'");
+    here(tsr_optimizer_set_norm_reduction(e.opt, stale<tsr_context>(), 1, nullptr), kInv, "norm_reduction stale ctx");
+    here(tsr_optimizer_set_norm_reduction(e.opt, other, 2, nullptr), kInv, "norm_reduction ngroups", "'ngroups'");
+    here(tsr_optimizer_set_norm_reduction(e.opt, other, 1, wbad), kInv, "norm_reduction weight < 0", "'weights'");
+    here(tsr_optimizer_set_norm_reduction(e.opt, other, 1, wnan), kInv, "norm_reduction weight NaN", "'weights'");
+    ASSERT_EQ(tsr_optimizer_set_norm_reduction(e.opt, other, 1, nullptr), TSR_SUCCESS);
+    EXPECT_EQ(tsr_context_destroy(&other), TSR_ERR_STATE);  // the optimizer still uses it
+    ASSERT_EQ(tsr_optimizer_set_norm_reduction(e.opt, nullptr, 0, nullptr), TSR_SUCCESS);
+    EXPECT_EQ(tsr_context_destroy(&other), TSR_SUCCESS);
+  }
   std::vector<float> w(16, 0.5f), g(16, 0.01f);
   all(tsr_optimizer_step(e.opt, w.data(), g.data(), me ? 15 : 16), TSR_ERR_SHAPE, "step count on one rank");
   all(tsr_optimizer_step(e.opt, w.data(), me ? nullptr : g.data(), 16), kInv, "step NULL grads on one rank");

@@ -4,7 +4,9 @@
 // step equals a replicated optimizer given the averaged gradient, bit for
 // bit; the exact messages and bytes of every step through the accounting;
 // non-finite gradients on one rank skip the step everywhere; state files
-// round-trip bit-identically and load at another rank count.
+// round-trip bit-identically and load at another rank count; tensor-parallel
+// blocks with the norms completed over the ranks (set_norm_reduction) step
+// as the whole tensors do.
 //
 // Gradients are multiples of 2^-10 (bfloat16: 2^-6) small enough that their
 // sums over up to 8 ranks are exact in any order, so that the reduction
@@ -229,6 +231,92 @@ TEST(Sharded, Bfloat16LarsPopularMomentumEqualsUnsharded) {
 TEST(Sharded, TinyProblem) { sharded_equals_unsharded({TSR_PRESET_LAMB_PAPER, TSR_FLOAT32, false, 2}, {2, 1}); }
 // Several data-parallel buckets (16384 elements each at BUCKET_BYTES = 4096).
 TEST(Sharded, ManyBuckets) { sharded_equals_unsharded({TSR_PRESET_LARS_MLPERF, TSR_FLOAT32, false, 2}, {30000, 64, 9936}); }
+
+// ------------------------------------- tensor parallelism: norm reduction
+// Every rank holds a contiguous block of each group (the blocks tile the
+// group; some are empty) and the whole of the bias group (weight 1 on rank
+// 0, 0 elsewhere): one optimizer per rank on its own context with the norms
+// completed over the world (tsr_optimizer_set_norm_reduction) must step its
+// blocks as one optimizer on the whole tensors does: the same trust ratios,
+// gradient norm and clip factor, and the same weights (the sums of squares
+// are summed in another order: 1e-6). Then the state moved into a fresh
+// optimizer with tsr_optimizer_set_state / _set_step steps bit-identically.
+void norm_reduction_case(tsr_opt_preset preset, tsr_opt_dist dist) {
+  const int p = world_size(), r = world_rank();
+  const size_t n = total(kSizes);
+  tessera::context world(MPI_COMM_WORLD);
+  tessera::context self(MPI_COMM_SELF);
+  std::vector<size_t> mine(kSizes.size()), lo(kSizes.size()), off(kSizes.size());
+  std::vector<double> w(kSizes.size(), 1.0);
+  size_t nl = 0, o = 0;
+  for (size_t g = 0; g < kSizes.size(); ++g) {
+    off[g] = o;
+    o += kSizes[g];
+    if (static_cast<int>(g) == kBias) {
+      lo[g] = 0, mine[g] = kSizes[g];
+      w[g] = r == 0 ? 1.0 : 0.0;
+    } else {
+      lo[g] = kSizes[g] * static_cast<size_t>(r) / static_cast<size_t>(p);
+      mine[g] = kSizes[g] * static_cast<size_t>(r + 1) / static_cast<size_t>(p) - lo[g];
+    }
+    nl += mine[g];
+  }
+  auto local_of = [&](const std::vector<float>& whole) {
+    std::vector<float> v;
+    for (size_t g = 0; g < kSizes.size(); ++g)
+      v.insert(v.end(), whole.begin() + static_cast<long>(off[g] + lo[g]), whole.begin() + static_cast<long>(off[g] + lo[g] + mine[g]));
+    return v;
+  };
+  tessera::optimizer ref(self, preset, kSizes, TSR_OPT_REPLICATED);
+  tessera::optimizer loc(self, preset, mine, dist);
+  tessera::optimizer moved(self, preset, mine, dist);
+  for (tessera::optimizer* x : {&ref, &loc, &moved}) {
+    configure(*x);
+    x->set(TSR_OPT_LR, static_cast<int>(preset) > 100 ? 5.0 : 0.05).set(TSR_OPT_MAX_GRAD_NORM, 0.5);
+  }
+  ASSERT_EQ(tsr_optimizer_set_norm_reduction(loc.get(), world.get(), mine.size(), w.data()), TSR_SUCCESS);
+  ASSERT_EQ(tsr_optimizer_set_norm_reduction(moved.get(), world.get(), mine.size(), w.data()), TSR_SUCCESS);
+  std::vector<float> wr = weights(n), wl = local_of(wr), wm;
+  for (int s = 1; s <= 3; ++s) {
+    SCOPED_TRACE("step " + std::to_string(s));
+    const std::vector<float> g = grads(n, s, 0, false);  // the same whole gradient on every rank
+    std::vector<float> gr = g, gl = local_of(g);
+    ASSERT_TRUE(ref.step(wr, gr));
+    ASSERT_TRUE(loc.step(wl, gl));
+    EXPECT_TRUE(close(wl, local_of(wr), 1e-6));
+    EXPECT_NEAR(loc.query(TSR_OPTQ_GRAD_NORM), ref.query(TSR_OPTQ_GRAD_NORM), 1e-12 * ref.query(TSR_OPTQ_GRAD_NORM));
+    EXPECT_NEAR(loc.query(TSR_OPTQ_CLIP_FACTOR), ref.query(TSR_OPTQ_CLIP_FACTOR), 1e-12);
+    EXPECT_LT(ref.query(TSR_OPTQ_CLIP_FACTOR), 1) << "clipping should be active";
+    for (int k = 0; k < static_cast<int>(kSizes.size()); ++k)
+      EXPECT_NEAR(loc.query(TSR_OPTQ_TRUST_RATIO, k), ref.query(TSR_OPTQ_TRUST_RATIO, k),
+                  1e-9 * ref.query(TSR_OPTQ_TRUST_RATIO, k)) << "group " << k;
+    EXPECT_GE(loc.query(TSR_OPTQ_NORM_ALLREDUCES), 1);
+  }
+  // The state into a fresh optimizer: the next step is bit-identical.
+  for (tsr_opt_state st : static_cast<int>(preset) > 100 ? std::vector<tsr_opt_state>{TSR_OPT_STATE_M}
+                                                         : std::vector<tsr_opt_state>{TSR_OPT_STATE_M, TSR_OPT_STATE_V}) {
+    const std::vector<float> v = loc.state(st);
+    ASSERT_EQ(tsr_optimizer_set_state(moved.get(), st, v.data(), v.size()), TSR_SUCCESS);
+  }
+  ASSERT_EQ(tsr_optimizer_set_step(moved.get(), 3), TSR_SUCCESS);
+  EXPECT_EQ(moved.query(TSR_OPTQ_STEP), 3);
+  wm = wl;
+  const std::vector<float> g4 = local_of(grads(n, 4, 0, false));
+  std::vector<float> ga = g4, gb = g4;
+  ASSERT_TRUE(loc.step(wl, ga));
+  ASSERT_TRUE(moved.step(wm, gb));
+  EXPECT_EQ(wm, wl);
+  // Removed: the step reduces over its own context only.
+  if (p > 1) {
+    ASSERT_EQ(tsr_optimizer_set_norm_reduction(loc.get(), nullptr, 0, nullptr), TSR_SUCCESS);
+    std::vector<float> gc = g4, wc = wl;
+    ASSERT_TRUE(loc.step(wc, gc));
+    EXPECT_EQ(loc.query(TSR_OPTQ_NORM_ALLREDUCES), dist == TSR_OPT_SHARDED ? 1 : 0);  // its own context's only
+  }
+}
+TEST(NormReduction, LambBlocksStepAsWholeTensors) { norm_reduction_case(TSR_PRESET_LAMB_APEX, TSR_OPT_REPLICATED); }
+TEST(NormReduction, LambDataParallelOnOneRank) { norm_reduction_case(TSR_PRESET_LAMB_PAPER, TSR_OPT_DATA_PARALLEL); }
+TEST(NormReduction, LarsBlocksStepAsWholeTensors) { norm_reduction_case(TSR_PRESET_LARS_PAPER, TSR_OPT_SHARDED); }
 
 // ------------------------------------------------------- exact accounting
 struct Peers {
