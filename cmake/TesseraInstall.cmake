@@ -59,6 +59,25 @@ endif()
 # A static HDF5 or BLAS found in the build (e.g. libdl.a from h5pcc) is fine to
 # list: the consumer's linker resolves it like any archive.
 
+# ---------------------------------------------------- enabled features ---
+# tessera_FEATURES (tesseraConfig.cmake) and `tessera-config --features`.
+set(TSR_FEATURES "")
+foreach(_tsr_f HDF5 OPENMP SCALAPACK CUDA NCCL FORTRAN)
+  if(TSR_HAVE_${_tsr_f})
+    string(TOLOWER "${_tsr_f}" _tsr_lf)
+    list(APPEND TSR_FEATURES ${_tsr_lf})
+  endif()
+endforeach()
+if(TSR_HAVE_FORTRAN_MPI_F08)
+  list(APPEND TSR_FEATURES mpi_f08)
+endif()
+if(BUILD_SHARED_LIBS)
+  list(APPEND TSR_FEATURES shared)
+else()
+  list(APPEND TSR_FEATURES static)
+endif()
+string(REPLACE ";" " " TSR_FEATURES_STR "${TSR_FEATURES}")
+
 # ----------------------------------------------------------- CMake package ---
 set(TSR_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tessera)
 install(EXPORT tesseraTargets NAMESPACE tessera:: DESTINATION ${TSR_CMAKE_DIR})
@@ -150,22 +169,6 @@ endif()
 # bin/tessera-config (--version --features --mpi --prefix --cflags --libs
 # --fflags --flibs; relocatable: it finds the prefix from its own path) and
 # the CMake variables tessera_FEATURES / tessera_WITH_* (tesseraConfig.cmake).
-set(TSR_FEATURES "")
-foreach(_tsr_f HDF5 OPENMP SCALAPACK CUDA NCCL FORTRAN)
-  if(TSR_HAVE_${_tsr_f})
-    string(TOLOWER "${_tsr_f}" _tsr_lf)
-    list(APPEND TSR_FEATURES ${_tsr_lf})
-  endif()
-endforeach()
-if(TSR_HAVE_FORTRAN_MPI_F08)
-  list(APPEND TSR_FEATURES mpi_f08)
-endif()
-if(BUILD_SHARED_LIBS)
-  list(APPEND TSR_FEATURES shared)
-else()
-  list(APPEND TSR_FEATURES static)
-endif()
-string(REPLACE ";" " " TSR_FEATURES_STR "${TSR_FEATURES}")
 # What a static link needs after -ltessera (the pkg-config Libs.private).
 if(BUILD_SHARED_LIBS)
   set(TSR_CONFIG_STATIC_LIBS "")

@@ -8,7 +8,8 @@
 #     exits with 2; a C program built with the MPI C wrapper and
 #     `tessera-config --cflags --libs` runs on 2 ranks.
 #  3. The moved CMake package: consumer_c_only configures against the moved
-#     prefix only (tessera_DIR inside it), builds and runs on 2 ranks.
+#     prefix only (tessera_DIR inside it; tessera_FEATURES == the build's),
+#     builds and runs on 2 ranks.
 #  4. tessera.pc through `pkg-config --define-prefix`: prefix is the new
 #     path; consumer.c built with it runs on 2 ranks.
 #
@@ -116,6 +117,18 @@ string(FIND "${found_dir}" "${real_prefix}/" at)
 if(NOT at EQUAL 0)
   message(FATAL_ERROR "the consumer found tessera in ${found_dir}, not in the moved ${real_prefix}")
 endif()
+# The package's tessera_FEATURES and tessera_WITH_FORTRAN (printed by the consumer).
+if(NOT run_out MATCHES "tessera_FEATURES: \\[([^]\n]*)\\] tessera_WITH_FORTRAN: \\[([01])\\]")
+  message(FATAL_ERROR "[cmake-configure] the consumer did not print tessera_FEATURES:\n${run_out}")
+endif()
+set(pkg_features "${CMAKE_MATCH_1}")
+set(pkg_with_fortran "${CMAKE_MATCH_2}")
+expect_eq(cmake-features "${pkg_features}" "${features}")
+set(want_fortran 0)
+if(features MATCHES "(^| )fortran( |$)")
+  set(want_fortran 1)
+endif()
+expect_eq(cmake-with-fortran "${pkg_with_fortran}" "${want_fortran}")
 run(cmake-build 0 ${CMAKE_COMMAND} --build "${mbuild}")
 mpirun2(cmake-run "${mbuild}/consumer_c_only")
 
