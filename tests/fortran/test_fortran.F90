@@ -15,6 +15,7 @@ program test_fortran
   use tessera
   use, intrinsic :: iso_fortran_env, only: real32, real64, int32, int64
   use, intrinsic :: ieee_arithmetic, only: ieee_value, ieee_positive_inf
+  use, intrinsic :: iso_c_binding, only: c_associated
   implicit none
   integer :: provided, ierr, wrank, wsize, st, p, me, i, j
   type(tsr_context) :: ctx, bad
@@ -45,6 +46,19 @@ program test_fortran
   call tsr_context_size(ctx, p, st)
   call ok(st, "tsr_context_size")
   call check(me == wrank .and. p == wsize, "context rank and size are the communicator's")
+  ! simulated nodes of 2 ranks
+  block
+    type(tsr_context) :: c2
+    integer :: node, nnodes
+    call tsr_context_create(MPI_COMM_WORLD, c2, st, ranks_per_node=2)
+    call ok(st, "tsr_context_create (ranks_per_node=2)")
+    call tsr_context_node(c2, node, nnodes, st)
+    call ok(st, "tsr_context_node")
+    call check(node == me / 2 .and. nnodes == (p + 1) / 2, "ranks_per_node=2: node rank/2 of (p+1)/2")
+    call tsr_context_destroy(c2, st)
+    call ok(st, "tsr_context_destroy (c2)")
+    call check(.not. c_associated(c2%p), "destroy nullifies the handle")
+  end block
   call tsr_region_begin(ctx, "a/b", st)
   call check(st == TSR_ERR_INVALID_ARG, "region name with '/': INVALID_ARG")
   msg = tsr_last_error(ctx)
