@@ -63,6 +63,25 @@ endif()
 # A static HDF5 or BLAS found in the build (e.g. libdl.a from h5pcc) is fine to
 # list: the consumer's linker resolves it like any archive.
 
+# ---------------------------------------------------- enabled features ---
+# tessera_FEATURES (tesseraConfig.cmake) and `tessera-config --features`.
+set(TSR_FEATURES "")
+foreach(_tsr_f HDF5 OPENMP SCALAPACK CUDA NCCL FORTRAN)
+  if(TSR_HAVE_${_tsr_f})
+    string(TOLOWER "${_tsr_f}" _tsr_lf)
+    list(APPEND TSR_FEATURES ${_tsr_lf})
+  endif()
+endforeach()
+if(TSR_HAVE_FORTRAN_MPI_F08)
+  list(APPEND TSR_FEATURES mpi_f08)
+endif()
+if(BUILD_SHARED_LIBS)
+  list(APPEND TSR_FEATURES shared)
+else()
+  list(APPEND TSR_FEATURES static)
+endif()
+string(REPLACE ";" " " TSR_FEATURES_STR "${TSR_FEATURES}")
+
 # ----------------------------------------------------------- CMake package ---
 set(TSR_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tessera)
 install(EXPORT tesseraTargets NAMESPACE tessera:: DESTINATION ${TSR_CMAKE_DIR})
@@ -128,3 +147,42 @@ install(CODE "
   configure_file(\"${PROJECT_BINARY_DIR}/tessera.pc.in\" \"${PROJECT_BINARY_DIR}/pkgconfig/tessera.pc\" @ONLY)
 ")
 install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/tessera.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# ------------------------------------------------------ Fortran module ---
+# libtessera_f and tessera.mod (include/tessera/fortran; the .mod file is
+# specific to the compiler that built it), exported as tessera::fortran in
+# its own export set (tesseraConfig.cmake loads it for projects that enable
+# Fortran), and tessera-fortran.pc (Requires: tessera).
+if(TSR_HAVE_FORTRAN)
+  set(TSR_FORTRAN_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/tessera/fortran)
+  install(TARGETS tessera_fortran EXPORT tesseraFortranTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(FILES ${TSR_FORTRAN_MODULE_DIR}/tessera.mod DESTINATION ${TSR_FORTRAN_INCLUDEDIR})
+  install(EXPORT tesseraFortranTargets NAMESPACE tessera:: DESTINATION ${TSR_CMAKE_DIR})
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/tessera-fortran.pc.in ${PROJECT_BINARY_DIR}/tessera-fortran.pc.in @ONLY)
+  install(CODE "
+    set(TSR_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+    configure_file(\"${PROJECT_BINARY_DIR}/tessera-fortran.pc.in\" \"${PROJECT_BINARY_DIR}/pkgconfig/tessera-fortran.pc\" @ONLY)
+  ")
+  install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/tessera-fortran.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
+
+# ------------------------------------------- version and features query ---
+# bin/tessera-config (--version --features --mpi --prefix --cflags --libs
+# --fflags --flibs; relocatable: it finds the prefix from its own path) and
+# the CMake variables tessera_FEATURES / tessera_WITH_* (tesseraConfig.cmake).
+# What a static link needs after -ltessera (the pkg-config Libs.private).
+if(BUILD_SHARED_LIBS)
+  set(TSR_CONFIG_STATIC_LIBS "")
+else()
+  set(TSR_CONFIG_STATIC_LIBS "${TSR_PC_LIBS_PRIVATE}")
+endif()
+# Install directories relative to the prefix, and the way from bin/ back up.
+set(TSR_CONFIG_UP "..")
+if(NOT IS_ABSOLUTE "${CMAKE_INSTALL_BINDIR}")
+  file(RELATIVE_PATH TSR_CONFIG_UP "/tsr-prefix/${CMAKE_INSTALL_BINDIR}" "/tsr-prefix")
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/tessera-config.in ${PROJECT_BINARY_DIR}/tessera-config @ONLY)
+install(PROGRAMS ${PROJECT_BINARY_DIR}/tessera-config DESTINATION ${CMAKE_INSTALL_BINDIR})

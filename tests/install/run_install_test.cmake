@@ -12,7 +12,15 @@
 #  4. Run everything under mpiexec on 2 ranks; the consumers must print OK,
 #     the snippets and the installed demo must exit 0.
 #
-# Inputs (-D): TSR_BUILD_DIR TSR_SOURCE_DIR TSR_WORK_DIR TSR_SHARED TSR_APPS
+#  Fortran (TSR_FORTRAN=ON): consumer_fortran/ (find_package(tessera
+#  COMPONENTS fortran), tessera::fortran, the README's Fortran snippet) and
+#  the same snippet with the MPI Fortran wrapper and
+#  `pkg-config --cflags --libs tessera-fortran`, both run on 2 ranks.
+#  Static tessera: consumer.c is also built with the plain C compiler and
+#  only `pkg-config --static --cflags --libs tessera` (MPI through the .pc's
+#  Requires.private), so that Libs.private is known to be complete.
+#
+# Inputs (-D): TSR_FORTRAN TSR_Fortran_COMPILER MPI_Fortran_COMPILER TSR_BUILD_DIR TSR_SOURCE_DIR TSR_WORK_DIR TSR_SHARED TSR_APPS
 # TSR_GENERATOR TSR_C_COMPILER TSR_CXX_COMPILER MPI_C_COMPILER MPI_CXX_COMPILER
 # MPIEXEC_EXECUTABLE MPIEXEC_NUMPROC_FLAG TSR_MPIEXEC_PREFLAGS
 # TSR_MPIEXEC_POSTFLAGS (lists joined with '|') TSR_PKG_CONFIG.
@@ -81,6 +89,21 @@ endif()
 if(NOT EXISTS "${libfile}")
   message(FATAL_ERROR "not installed: ${libfile}")
 endif()
+if(NOT EXISTS "${prefix}/bin/tessera-config")
+  message(FATAL_ERROR "not installed: bin/tessera-config")
+endif()
+if(TSR_FORTRAN)
+  foreach(f "${prefix}/include/tessera/fortran/tessera.mod" "${pcdir}/tessera-fortran.pc")
+    if(NOT EXISTS "${f}")
+      message(FATAL_ERROR "not installed: ${f}")
+    endif()
+  endforeach()
+  if(TSR_SHARED AND NOT EXISTS "${libdir}/libtessera_f.so")
+    message(FATAL_ERROR "not installed: ${libdir}/libtessera_f.so")
+  elseif(NOT TSR_SHARED AND NOT EXISTS "${libdir}/libtessera_f.a")
+    message(FATAL_ERROR "not installed: ${libdir}/libtessera_f.a")
+  endif()
+endif()
 if(TSR_APPS AND NOT EXISTS "${prefix}/bin/tessera_demo")
   message(FATAL_ERROR "not installed: bin/tessera_demo")
 endif()
@@ -129,6 +152,23 @@ run(consumer-c-only-configure ${CMAKE_COMMAND} -S "${here}/consumer_c_only" -B "
     "-DMPI_C_COMPILER=${MPI_C_COMPILER}" "-DMPIEXEC_EXECUTABLE=${MPIEXEC_EXECUTABLE}")
 run(consumer-c-only-build ${CMAKE_COMMAND} --build "${c_only_build}")
 
+# The Fortran snippet from a C + Fortran project.
+if(TSR_FORTRAN)
+  set(f_build "${TSR_WORK_DIR}/cmake-consumer-fortran")
+  set(f_compilers "")
+  if(TSR_C_COMPILER)
+    list(APPEND f_compilers "-DCMAKE_C_COMPILER=${TSR_C_COMPILER}")
+  endif()
+  if(TSR_Fortran_COMPILER)
+    list(APPEND f_compilers "-DCMAKE_Fortran_COMPILER=${TSR_Fortran_COMPILER}")
+  endif()
+  run(consumer-fortran-configure ${CMAKE_COMMAND} -S "${here}/consumer_fortran" -B "${f_build}" ${gen}
+      ${f_compilers} "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+      "-DMPI_C_COMPILER=${MPI_C_COMPILER}" "-DMPI_Fortran_COMPILER=${MPI_Fortran_COMPILER}"
+      "-DMPIEXEC_EXECUTABLE=${MPIEXEC_EXECUTABLE}" "-DTSR_SNIPPET_DIR=${here}/snippets")
+  run(consumer-fortran-build ${CMAKE_COMMAND} --build "${f_build}")
+endif()
+
 # ------------------------------------------------- 3. pkg-config consumer ---
 set(pc_static "")
 if(NOT TSR_SHARED)
@@ -151,6 +191,24 @@ run(pkgconfig-build-c ${MPI_C_COMPILER} -std=c99 -Wall -Wextra "${here}/consumer
 run(pkgconfig-build-cxx ${MPI_CXX_COMPILER} -std=c++17 -Wall -Wextra "${here}/consumer/consumer.cpp"
     -o "${pbuild}/consumer_cxx" ${pc_flags} "-Wl,-rpath,${libdir}")
 
+if(NOT TSR_SHARED AND TSR_C_COMPILER)
+  # The plain C compiler: everything, MPI included, from pkg-config --static.
+  run(pkgconfig-static-plain ${CMAKE_COMMAND} -E env "PKG_CONFIG_PATH=${pcdir}"
+      ${TSR_PKG_CONFIG} --static --cflags --libs tessera)
+  string(STRIP "${run_out}" plain_flags)
+  separate_arguments(plain_flags UNIX_COMMAND "${plain_flags}")
+  run(pkgconfig-build-c-plain ${TSR_C_COMPILER} -std=c99 "${here}/consumer/consumer.c"
+      -o "${pbuild}/consumer_c_plain" ${plain_flags})
+endif()
+if(TSR_FORTRAN)
+  run(pkg-config-fortran ${CMAKE_COMMAND} -E env "PKG_CONFIG_PATH=${pcdir}"
+      ${TSR_PKG_CONFIG} ${pc_static} --cflags --libs tessera-fortran)
+  string(STRIP "${run_out}" pcf_flags)
+  separate_arguments(pcf_flags UNIX_COMMAND "${pcf_flags}")
+  run(pkgconfig-build-fortran ${MPI_Fortran_COMPILER} "${here}/snippets/existing_mpi_code.f90"
+      -o "${pbuild}/snippet_f" ${pcf_flags} "-Wl,-rpath,${libdir}")
+endif()
+
 # --------------------------------------------------------------- 4. runs ---
 mpirun(run-cmake-c TRUE "${cbuild}/consumer_c")
 mpirun(run-cmake-cxx TRUE "${cbuild}/consumer_cxx")
@@ -159,6 +217,13 @@ mpirun(run-pkgconfig-c TRUE "${pbuild}/consumer_c")
 mpirun(run-pkgconfig-cxx TRUE "${pbuild}/consumer_cxx")
 mpirun(run-snippet-c FALSE "${cbuild}/snippet_c")
 mpirun(run-snippet-cxx FALSE "${cbuild}/snippet_cxx")
+if(NOT TSR_SHARED AND TSR_C_COMPILER)
+  mpirun(run-pkgconfig-c-plain TRUE "${pbuild}/consumer_c_plain")
+endif()
+if(TSR_FORTRAN)
+  mpirun(run-cmake-fortran-snippet FALSE "${f_build}/snippet_f")
+  mpirun(run-pkgconfig-fortran-snippet FALSE "${pbuild}/snippet_f")
+endif()
 if(TSR_APPS)
   mpirun(run-installed-demo FALSE "${prefix}/bin/tessera_demo")
 endif()
