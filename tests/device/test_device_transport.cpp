@@ -73,7 +73,7 @@ struct DevBuf {
   T* p = nullptr;
   size_t n = 0;
   explicit DevBuf(size_t count) : n(count) {
-    if (cudaMalloc(&p, (count > 0 ? count : 1) * sizeof(T)) != cudaSuccess) p = nullptr;
+    if (cudaMalloc(reinterpret_cast<void**>(&p), (count > 0 ? count : 1) * sizeof(T)) != cudaSuccess) p = nullptr;
   }
   ~DevBuf() {
     if (p != nullptr) cudaFree(p);
