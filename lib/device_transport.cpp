@@ -162,7 +162,9 @@ struct Buf {
 // stream after it (before work that the group must precede).
 tsr_status flush(const Comm& c, bool settle) {
   DeviceComm* d = c.device();
-  if (d == nullptr) return TSR_SUCCESS;
+  if (d == nullptr || (d->pending.empty() && !(settle && d->outstanding))) return TSR_SUCCESS;
+  device::Guard g(d->device);  // the host route and barrier reach here without one
+  TSR_TRY(g.status());
 #if TSR_HAVE_NCCL
   if (!d->pending.empty()) {
     std::vector<DeviceComm::Op> ops;

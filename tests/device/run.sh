@@ -48,6 +48,13 @@ GPU_BENCHES=(
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# Several ranks on the one GPU need a CUDA-aware MPI (NCCL refuses them):
+# where Open MPI says it was built with CUDA, tell tessera so (its
+# compile-time check may not know).
+if [ -z "${TSR_CUDA_AWARE_MPI:-}" ] && command -v ompi_info >/dev/null &&
+   ompi_info --parsable --all 2>/dev/null | grep -q 'mpi_built_with_cuda_support:value:true'; then
+  export TSR_CUDA_AWARE_MPI=1
+fi
 
 {
   echo "# tessera device run"
@@ -56,7 +63,8 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
   echo "- commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -4 | tr '\n' ';' || echo 'nvidia-smi not found')"
   echo "- nvcc: $( (command -v nvcc >/dev/null && nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>/dev/null | tail -1)"
-  echo "- MPI: $( (mpiexec --version 2>/dev/null || echo 'no mpiexec') | head -1)"
+  echo "- MPI: $( (mpiexec --version 2>/dev/null || echo 'no mpiexec') | head -1); TSR_CUDA_AWARE_MPI=${TSR_CUDA_AWARE_MPI:-unset}"
+  echo "- NCCL: $(grep -hE '^#define NCCL_(MAJOR|MINOR|PATCH)' /usr/local/cuda/include/nccl.h /usr/include/nccl.h 2>/dev/null | awk '{printf "%s ", $3}')"
 } > "$summary"
 
 nvcc=$(command -v nvcc || true)
