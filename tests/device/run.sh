@@ -154,7 +154,8 @@ fi
   echo
   echo "- tests: $npass passed, $nskip skipped, $nfail failed (logs/ctest.log)"
   # Why tests or cases skipped (the tests print the library's message).
-  grep -hE '^SKIP:|Skipped$|\[  SKIPPED \]|skipped:' "$out"/logs/*.log 2>/dev/null | sort | uniq -c | head -20 |
+  grep -hE '^SKIP:|\[  SKIPPED \]|Skipped$|skipped:' "$out"/logs/*.log "$build/Testing/Temporary/LastTest.log" \
+    2>/dev/null | sed -E 's/^[0-9]+: //' | sort | uniq -c | head -20 |
     sed 's/^/    /'
 } >> "$summary"
 if [ "$nfail" -gt 0 ]; then
