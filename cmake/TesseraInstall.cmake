@@ -15,6 +15,8 @@ set(TSR_PUBLIC_HEADERS
   ${PROJECT_SOURCE_DIR}/include/tessera/energy.hpp
   ${PROJECT_SOURCE_DIR}/include/tessera/io.h
   ${PROJECT_SOURCE_DIR}/include/tessera/io.hpp
+  ${PROJECT_SOURCE_DIR}/include/tessera/device.h
+  ${PROJECT_SOURCE_DIR}/include/tessera/device.hpp
   ${TSR_GENERATED_INCLUDE}/tessera/tsr_version.h
   ${TSR_GENERATED_INCLUDE}/tessera/tsr_config.h)
 install(FILES ${TSR_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tessera)
@@ -55,6 +57,12 @@ if(TSR_HAVE_HDF5)
 endif()
 if(TSR_HAVE_OPENMP)
   list(APPEND TSR_STATIC_EXTRA_LIBS ${OpenMP_CXX_LIBRARIES})
+endif()
+if(TSR_HAVE_NCCL)  # the device transport (lib/device_transport.cpp)
+  list(APPEND TSR_STATIC_EXTRA_LIBS ${TSR_NCCL_LIBRARY})
+endif()
+if(TSR_HAVE_CUDA)  # the CUDA runtime (shared libcudart: its own dependencies come with it)
+  list(APPEND TSR_STATIC_EXTRA_LIBS ${CUDA_cudart_LIBRARY})
 endif()
 string(JOIN ";" _tsr_link_str ${_tsr_link_libs})
 if(_tsr_link_str MATCHES "tessera_cblas|BLAS::BLAS")

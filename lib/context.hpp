@@ -35,6 +35,9 @@ struct tsr_context_s {
   size_t max_chunk = 0;           // elements per MPI call (tsr_context_config.max_chunk), 1..INT_MAX
   tsr::Ledger ledger;
   std::unique_ptr<tsr::MpiBackend> backend;
+  // The device backend (lib/device_transport.cpp), made by the first
+  // device::attach of a bound context; routes to `backend` for host buffers.
+  std::unique_ptr<tsr::Backend> device_backend;
   std::unique_ptr<tsr::Comm> world;  // transport view of `comm`
   int live_grids = 0;
   int live_rings = 0;  // tsr_ring objects over this context (collectives/ring.cpp)
@@ -46,6 +49,11 @@ struct tsr_context_s {
   // (collectives/gemm_internal.hpp, Pool): grows to the largest call, freed
   // with the context or by tsr_gemm_workspace_release.
   std::shared_ptr<void> gemm_pool;
+  // CUDA device binding (tsr_context_set_device, lib/device.hpp): the device
+  // ordinal (-1: unbound, host path only) and the cudaStream_t (nullptr: the
+  // device's default stream) that device work and transfers are ordered on.
+  int cuda_device = -1;
+  void* cuda_stream = nullptr;
   // Energy accounting (tsr_energy_start); null until started.
   std::unique_ptr<tsr::energy::ContextEnergy, tsr::energy::ContextEnergyDeleter> energy;
 
