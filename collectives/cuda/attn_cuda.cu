@@ -343,7 +343,7 @@ size_t smem(size_t d, int own) { return (2 * kTile * (d + 1) + static_cast<size_
 template <class Kernel>
 tsr_status allow_smem(Kernel kernel, size_t bytes) {
   if (bytes <= 48 * 1024) return TSR_SUCCESS;
-  TSR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+  TSR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
                "allowing the attention kernel its shared memory");
   return TSR_SUCCESS;
 }
@@ -373,7 +373,7 @@ tsr_status fwd_init(const On& on, const Shape& s, size_t nq, float* o, float* m,
   tsr::cuda::DeviceGuard guard;
   TSR_TRY(guard.enter(on.device));
   init_kernel<<<grid_for(rows * s.d), 256, 0, on.stream>>>(rows, static_cast<int>(s.d), o, m, l);
-  TSR_CUDA_TRY(cudaGetLastError(), "launching the attention state initialisation");
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the attention state initialisation");
   return TSR_SUCCESS;
 }
 
@@ -391,7 +391,7 @@ tsr_status fwd_block(const On& on, const Shape& s, const float* q, size_t nq, co
   if (blocks > 0x7fffffffu) return fail(TSR_ERR_UNSUPPORTED, "too many query rows for one launch");
   fwd_kernel<<<static_cast<unsigned>(blocks), kWarps * 32, sm, on.stream>>>(geo(s), q, nq, qpos, k, v, nk, kpos,
                                                                             kmask, o, m, l);
-  TSR_CUDA_TRY(cudaGetLastError(), "launching the attention forward block");
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the attention forward block");
   return TSR_SUCCESS;
 }
 
@@ -403,7 +403,7 @@ tsr_status fwd_finish(const On& on, const Shape& s, size_t nq, float* o, const f
   tsr::cuda::DeviceGuard guard;
   TSR_TRY(guard.enter(on.device));
   finish_kernel<<<grid_for(rows), 256, 0, on.stream>>>(rows, static_cast<int>(s.d), o, m, l, lse);
-  TSR_CUDA_TRY(cudaGetLastError(), "launching the attention forward finish");
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the attention forward finish");
   return TSR_SUCCESS;
 }
 
@@ -415,7 +415,7 @@ tsr_status bwd_delta(const On& on, const Shape& s, size_t nq, const float* out, 
   tsr::cuda::DeviceGuard guard;
   TSR_TRY(guard.enter(on.device));
   delta_kernel<<<grid_for(rows), 256, 0, on.stream>>>(rows, static_cast<int>(s.d), out, dout, delta);
-  TSR_CUDA_TRY(cudaGetLastError(), "launching the attention backward delta");
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the attention backward delta");
   return TSR_SUCCESS;
 }
 
@@ -438,10 +438,10 @@ tsr_status bwd_block(const On& on, const Shape& s, const float* q, size_t nq, co
   const Geo g = geo(s);
   dq_kernel<<<static_cast<unsigned>(qblocks), kWarps * 32, sm, on.stream>>>(g, q, nq, qpos, k, v, nk, kpos, kmask,
                                                                              dout, lse, delta, dq);
-  TSR_CUDA_TRY(cudaGetLastError(), "launching the attention backward (dq)");
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the attention backward (dq)");
   dkv_kernel<<<static_cast<unsigned>(kblocks), kWarps * 32, sm, on.stream>>>(g, q, nq, qpos, k, v, nk, kpos, kmask,
                                                                               dout, lse, delta, dk, dv);
-  TSR_CUDA_TRY(cudaGetLastError(), "launching the attention backward (dk, dv)");
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the attention backward (dk, dv)");
   return TSR_SUCCESS;
 }
 

@@ -26,7 +26,7 @@ inline tsr_status cuda_fail(cudaError_t e, const char* what) {
   return fail(st, "%s: CUDA error %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
-#define TSR_CUDA_TRY(call, what)                                           \
+#define TSR_CUDA_CHECK(call, what)                                       \
   do {                                                                     \
     const cudaError_t tsr_cuda_e_ = (call);                                \
     if (tsr_cuda_e_ != cudaSuccess) return ::tsr::cuda::cuda_fail(tsr_cuda_e_, what); \
@@ -45,11 +45,11 @@ class DeviceGuard {
   tsr_status enter(int device) {
     if (device < 0) return fail(TSR_ERR_INVALID_ARG, "argument 'device' = %d is not a CUDA device", device);
     int n = 0;
-    TSR_CUDA_TRY(cudaGetDeviceCount(&n), "counting CUDA devices");
+    TSR_CUDA_CHECK(cudaGetDeviceCount(&n), "counting CUDA devices");
     if (device >= n) return fail(TSR_ERR_INVALID_ARG, "argument 'device' = %d; this process sees %d CUDA devices", device, n);
-    TSR_CUDA_TRY(cudaGetDevice(&prev_), "reading the current CUDA device");
+    TSR_CUDA_CHECK(cudaGetDevice(&prev_), "reading the current CUDA device");
     if (prev_ != device) {
-      TSR_CUDA_TRY(cudaSetDevice(device), "selecting the CUDA device");
+      TSR_CUDA_CHECK(cudaSetDevice(device), "selecting the CUDA device");
       set_ = true;
     }
     return TSR_SUCCESS;
@@ -97,7 +97,7 @@ class DeviceBuffer {
     if (p_) (void)cudaFree(p_);
     p_ = nullptr;
     size_ = 0;
-    TSR_CUDA_TRY(cudaMalloc(&p_, bytes), what);
+    TSR_CUDA_CHECK(cudaMalloc(&p_, bytes), what);
     size_ = bytes;
     return TSR_SUCCESS;
   }

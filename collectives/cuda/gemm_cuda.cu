@@ -68,7 +68,7 @@ tsr_status scale(T* c, int64_t ldc, int64_t m, int64_t n, float beta, cudaStream
   const int64_t want = (total + threads - 1) / threads;
   const unsigned blocks = static_cast<unsigned>(want < 65535 ? want : 65535);
   scale_kernel<T><<<blocks, threads, 0, s>>>(c, ldc, m, n, beta);
-  TSR_CUDA_TRY(cudaGetLastError(), "launching the C = beta C kernel");
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the C = beta C kernel");
   return TSR_SUCCESS;
 }
 

@@ -207,7 +207,7 @@ tsr_status Runner::upload(const std::vector<Task>& tasks, const void* lamb, size
   if (k_bytes) std::memcpy(s, k, k_bytes);
   // The staging buffer is pageable: cudaMemcpyAsync returns once it has been
   // read, so the host may reuse it for the next launch.
-  TSR_CUDA_TRY(cudaMemcpyAsync(tasks_.get(), staging_.data(), total, cudaMemcpyHostToDevice, stream_),
+  TSR_CUDA_CHECK(cudaMemcpyAsync(tasks_.get(), staging_.data(), total, cudaMemcpyHostToDevice, stream_),
                "copying the optimizer's task table to the device");
   return TSR_SUCCESS;
 }
@@ -244,10 +244,10 @@ tsr_status Runner::pass_a(const std::vector<Task>& tasks, const void* g, bool bf
     pass_a_kernel<uint16_t><<<blocks, kThreads, 0, stream_>>>(dt, static_cast<const uint16_t*>(g), w, m, v, dl, dp, ds);
   else
     pass_a_kernel<float><<<blocks, kThreads, 0, stream_>>>(dt, static_cast<const float*>(g), w, m, v, dl, dp, ds);
-  TSR_CUDA_TRY(cudaGetLastError(), "launching the optimizer's pass A");
-  TSR_CUDA_TRY(cudaMemcpyAsync(out, ds, tasks.size() * sizeof(Sums), cudaMemcpyDeviceToHost, stream_),
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the optimizer's pass A");
+  TSR_CUDA_CHECK(cudaMemcpyAsync(out, ds, tasks.size() * sizeof(Sums), cudaMemcpyDeviceToHost, stream_),
                "copying the per-item sums to the host");
-  TSR_CUDA_TRY(cudaStreamSynchronize(stream_), "waiting for the optimizer's pass A");
+  TSR_CUDA_CHECK(cudaStreamSynchronize(stream_), "waiting for the optimizer's pass A");
   return TSR_SUCCESS;
 }
 
@@ -284,7 +284,7 @@ tsr_status Runner::pass_b(const std::vector<Task>& tasks, const void* g, bool bf
     pass_b_kernel<uint16_t><<<blocks, kThreads, 0, stream_>>>(dt, static_cast<const uint16_t*>(g), w, m, v, p, dl, dk, dp);
   else
     pass_b_kernel<float><<<blocks, kThreads, 0, stream_>>>(dt, static_cast<const float*>(g), w, m, v, p, dl, dk, dp);
-  TSR_CUDA_TRY(cudaGetLastError(), "launching the optimizer's pass B");
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the optimizer's pass B");
   return TSR_SUCCESS;
 }
 
@@ -295,7 +295,7 @@ tsr_status Runner::bf16_to_f32(const uint16_t* in, float* out, size_t n) {
   tsr::cuda::DeviceGuard guard;
   TSR_TRY(guard.enter(device_));
   bf16_to_f32_kernel<<<grid_for(n), kThreads, 0, stream_>>>(in, out, n);
-  TSR_CUDA_TRY(cudaGetLastError(), "launching the bfloat16 to float32 conversion");
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the bfloat16 to float32 conversion");
   return TSR_SUCCESS;
 }
 
@@ -306,7 +306,7 @@ tsr_status Runner::f32_to_bf16(const float* in, uint16_t* out, size_t n) {
   tsr::cuda::DeviceGuard guard;
   TSR_TRY(guard.enter(device_));
   f32_to_bf16_kernel<<<grid_for(n), kThreads, 0, stream_>>>(in, out, n);
-  TSR_CUDA_TRY(cudaGetLastError(), "launching the float32 to bfloat16 conversion");
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the float32 to bfloat16 conversion");
   return TSR_SUCCESS;
 }
 
