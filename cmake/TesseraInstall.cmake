@@ -15,6 +15,8 @@ set(TSR_PUBLIC_HEADERS
   ${PROJECT_SOURCE_DIR}/include/tessera/energy.hpp
   ${PROJECT_SOURCE_DIR}/include/tessera/io.h
   ${PROJECT_SOURCE_DIR}/include/tessera/io.hpp
+  ${PROJECT_SOURCE_DIR}/include/tessera/device.h
+  ${PROJECT_SOURCE_DIR}/include/tessera/device.hpp
   ${TSR_GENERATED_INCLUDE}/tessera/tsr_version.h
   ${TSR_GENERATED_INCLUDE}/tessera/tsr_config.h)
 install(FILES ${TSR_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tessera)

@@ -46,6 +46,11 @@ struct tsr_context_s {
   // (collectives/gemm_internal.hpp, Pool): grows to the largest call, freed
   // with the context or by tsr_gemm_workspace_release.
   std::shared_ptr<void> gemm_pool;
+  // CUDA device binding (tsr_context_set_device, lib/device.hpp): the device
+  // ordinal (-1: unbound, host path only) and the cudaStream_t (nullptr: the
+  // device's default stream) that device work and transfers are ordered on.
+  int cuda_device = -1;
+  void* cuda_stream = nullptr;
   // Energy accounting (tsr_energy_start); null until started.
   std::unique_ptr<tsr::energy::ContextEnergy, tsr::energy::ContextEnergyDeleter> energy;
 

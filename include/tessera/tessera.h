@@ -373,5 +373,6 @@ TSR_API tsr_status tsr_report_format(tsr_report report, char* buf, size_t len, s
 #include "tessera/gemm.h" /* distributed matrix multiplication */
 #include "tessera/energy.h" /* energy accounting: profiles, meters, energy reports */
 #include "tessera/io.h" /* checkpoints: distributed arrays in HDF5 or binary files */
+#include "tessera/device.h" /* CUDA devices and streams, device buffers (docs/GPU.md) */
 
 #endif /* TESSERA_H */

@@ -328,5 +328,6 @@ class report {
 #include "tessera/gemm.hpp"  // distributed matrix multiplication
 #include "tessera/energy.hpp"  // energy accounting: profiles, meters, energy reports
 #include "tessera/io.hpp"  // checkpoints
+#include "tessera/device.hpp"  // CUDA devices and streams
 
 #endif  // TESSERA_HPP

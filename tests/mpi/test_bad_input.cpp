@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tessera/tessera.h"
+#include "tessera/tsr_config.h"
 #include "tsr_test.hpp"
 
 namespace {
@@ -1051,6 +1052,56 @@ TEST(BadInput, Objectives) {
   pr.profile = nullptr;
   ASSERT_EQ(tsr_optimizer_plan(&pr, &op), TSR_SUCCESS) << tsr_last_error(nullptr);
   EXPECT_EQ(op.objective, TSR_OBJECTIVE_EDP);
+}
+
+// Device binding and pointer spaces (include/tessera/device.h, issue 17).
+// Without CUDA every device is unsupported; with CUDA and no GPU (CI) device
+// 0 is out of range; on a GPU machine binding device 0 works and a device
+// change under live grids is TSR_ERR_STATE.
+TEST(BadInput, Devices) {
+  COVER(tsr_device_count), COVER(tsr_context_set_device), COVER(tsr_context_get_device), COVER(tsr_pointer_space);
+  Quiet q;
+  int n = -1;
+  here(tsr_device_count(nullptr), kInv, "device_count NULL", "'count'");
+  ASSERT_EQ(tsr_device_count(&n), TSR_SUCCESS);
+  EXPECT_GE(n, 0);
+  if (!TSR_HAVE_CUDA) {
+    EXPECT_EQ(n, 0);
+  }
+  int space = -1;
+  double x = 0;
+  here(tsr_pointer_space(&x, nullptr), kInv, "pointer_space NULL", "'space'");
+  ASSERT_EQ(tsr_pointer_space(&x, &space), TSR_SUCCESS);
+  EXPECT_EQ(space, TSR_MEMORY_HOST);
+  ASSERT_EQ(tsr_pointer_space(nullptr, &space), TSR_SUCCESS);
+  EXPECT_EQ(space, TSR_MEMORY_HOST);
+  tsr_context ctx = nullptr;
+  ASSERT_EQ(tsr_context_create(MPI_COMM_WORLD, &ctx), TSR_SUCCESS);
+  int dev = 7;
+  void* stream = &x;
+  here(tsr_context_get_device(nullptr, &dev, &stream), kInv, "get_device NULL ctx", "'ctx'");
+  here(tsr_context_get_device(stale<tsr_context>(), &dev, &stream), kInv, "get_device stale ctx", "'ctx'");
+  ASSERT_EQ(tsr_context_get_device(ctx, &dev, &stream), TSR_SUCCESS);
+  EXPECT_EQ(dev, -1);
+  EXPECT_EQ(stream, nullptr);
+  EXPECT_EQ(tsr_context_get_device(ctx, nullptr, nullptr), TSR_SUCCESS);
+  all(tsr_context_set_device(nullptr, -1, nullptr), kInv, "set_device NULL ctx", "'ctx'");
+  all(tsr_context_set_device(stale<tsr_context>(), -1, nullptr), kInv, "set_device stale ctx", "'ctx'");
+  all(tsr_context_set_device(ctx, -2, nullptr), kInv, "set_device -2", "'device'");
+  all(tsr_context_set_device(ctx, -1, &x), kInv, "set_device -1 with a stream", "'stream'");
+  all(tsr_context_set_device(ctx, n, nullptr), TSR_HAVE_CUDA ? kInv : TSR_ERR_UNSUPPORTED, "set_device out of range",
+      "'device'");
+  all(tsr_context_set_device(ctx, last() ? -2 : -1, nullptr), kInv, "set_device bad on one rank",
+      last() ? "'device'" : "failed");
+  all(tsr_context_set_device(ctx, -1, nullptr), TSR_SUCCESS, "set_device unbind");
+  if (n > 0) {
+    all(tsr_context_set_device(ctx, 0, &x), kInv, "set_device host pointer as stream", "'stream'");
+    Env e;
+    all(tsr_context_set_device(e.ctx, 0, nullptr), TSR_ERR_STATE, "set_device under live grids", "grid");
+  }
+  ASSERT_EQ(tsr_context_get_device(ctx, &dev, &stream), TSR_SUCCESS);
+  EXPECT_EQ(dev, -1);
+  ASSERT_EQ(tsr_context_destroy(&ctx), TSR_SUCCESS);
 }
 
 // ---------------------------------------------------------------- coverage
