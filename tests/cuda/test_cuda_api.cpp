@@ -1,4 +1,7 @@
-// tsr_optimizer_step on CUDA device buffers (issue 17) against the same
+// The public API on CUDA device buffers (issue 17). tsr_gemm and
+// tsr_attn_forward/backward refuse device buffers with TSR_ERR_UNSUPPORTED
+// (their engines run on host buffers in this version). tsr_optimizer_step on
+// device buffers runs the CUDA kernels, checked against the same
 // optimizer on host buffers, step by step: parameters, trust ratios, state,
 // passes and the step's kernel bytes (TSR_OPTQ_STEP_BYTES: the same formula
 // on both paths). Replicated, data parallel and sharded, LAMB and LARS
@@ -26,7 +29,9 @@
 
 #include "attn_reference.hpp"
 #include "device.hpp"
+#include "tessera/attention.h"
 #include "tessera/device.h"
+#include "tessera/gemm.h"
 #include "tessera/optimizer.h"
 #include "tessera/tessera.h"
 
@@ -249,6 +254,41 @@ TEST(CudaOptimizer, HostStepAfterDeviceStepsContinuesTheState) {
   EXPECT_EQ(tsr_optimizer_destroy(&mo), TSR_SUCCESS);
 }
 
+TEST(CudaApi, GemmAndAttentionRefuseDeviceBuffers) {
+  BoundCtx bc;
+  int dims[3] = {0, 1, 1};
+  MPI_Comm_size(MPI_COMM_WORLD, &dims[0]);
+  tsr_grid grid = nullptr;
+  ASSERT_EQ(tsr_grid_create(bc.ctx, TSR_GRID_1D, dims, &grid), TSR_SUCCESS) << tsr_last_error(bc.ctx);
+  const tsr_layout rep = TSR_LAYOUT_REPLICATED;
+  tsr_matrix A = nullptr;
+  ASSERT_EQ(tsr_matrix_create(grid, 8, 8, TSR_FLOAT32, &rep, 8, &A), TSR_SUCCESS) << tsr_last_error(bc.ctx);
+  Dev<float> da(64);
+  std::vector<float> hb(64, 1.0f), hc(64, 0.0f);
+  EXPECT_EQ(tsr_gemm(TSR_GEMM_AUTO, TSR_NOTRANS, TSR_NOTRANS, 1.0, A, da.p, A, hb.data(), 0.0, A, hc.data()),
+            TSR_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(tsr_last_error(bc.ctx)).find("argument 'a' is CUDA device memory"), std::string::npos)
+      << tsr_last_error(bc.ctx);
+  EXPECT_EQ(tsr_matrix_destroy(&A), TSR_SUCCESS);
+
+  tsr_ring ring = nullptr;
+  ASSERT_EQ(tsr_ring_create(grid, TSR_AXIS_COL, &ring), TSR_SUCCESS) << tsr_last_error(bc.ctx);
+  int p = 1, r = 0;
+  ASSERT_EQ(tsr_ring_info(ring, &r, &p), TSR_SUCCESS);
+  tsr_attn_config cfg = TSR_ATTN_CONFIG_INIT;
+  cfg.seq_len = 16 * static_cast<size_t>(p);
+  const size_t n = 16, d = 8;
+  Dev<float> dq(n * d);
+  std::vector<float> k(n * d, 0.5f), v(n * d, 0.5f), o(n * d), lse(n);
+  tsr_attn_tensor tq{dq.p, 1, 1, n, d}, tk{k.data(), 1, 1, n, d}, tv{v.data(), 1, 1, n, d}, to{o.data(), 1, 1, n, d},
+      tl{lse.data(), 1, 1, n, 1};
+  EXPECT_EQ(tsr_attn_forward(ring, &cfg, &tq, &tk, &tv, nullptr, &to, &tl), TSR_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(tsr_last_error(bc.ctx)).find("q.data is CUDA device memory"), std::string::npos)
+      << tsr_last_error(bc.ctx);
+  EXPECT_EQ(tsr_ring_destroy(&ring), TSR_SUCCESS);
+  EXPECT_EQ(tsr_grid_destroy(&grid), TSR_SUCCESS);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -258,7 +298,7 @@ int main(int argc, char** argv) {
   int all = 0;
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (!all) {
-    if (rank_of() == 0) std::printf("SKIP: test_cuda_optimizer needs a CUDA device on every rank; some rank sees none\n");
+    if (rank_of() == 0) std::printf("SKIP: test_cuda_api needs a CUDA device on every rank; some rank sees none\n");
     MPI_Finalize();
     return 77;
   }
