@@ -469,76 +469,103 @@ TEST(CudaOptimizer, RefusesHostPointers) {
 struct AttnCase {
   size_t B, H, G, N, d;
   bool causal, mask;
-  size_t split;  // keys in two blocks [0, split), [split, N) (0: one block)
+  size_t split;  // keys in two blocks [0, split), [split, N) of the local order (0: one block)
+  bool zigzag;   // local order = the zigzag layout's chunks 0, 3, 1, 2 (positions not increasing)
 };
 
+// Runs the block on tensors in a local token order (row i at position
+// perm[i]) and checks every output against the float64 reference of the
+// same tokens in natural order.
 void run_attn(const AttnCase& c) {
   namespace ac = tsr::attn::cuda;
+  const size_t N = c.N, d = c.d, BH = c.B * c.H, BG = c.B * c.G;
+  std::vector<size_t> perm(N);
+  for (size_t i = 0; i < N; ++i) perm[i] = i;
+  if (c.zigzag) {
+    const size_t q = N / 4, order[4] = {0, 3, 1, 2};
+    size_t x = 0;
+    for (size_t ch : order)
+      for (size_t t = ch * q; t < (ch == 3 ? N : (ch + 1) * q); ++t) perm[x++] = t;
+  }
   tsr_test::AttnShape s;
   s.B = c.B;
   s.H = c.H;
   s.G = c.G;
-  s.N = c.N;
-  s.d = c.d;
+  s.N = N;
+  s.d = d;
   s.causal = c.causal;
-  s.scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+  s.scale = 1.0 / std::sqrt(static_cast<double>(d));
+  // Local tensors (float), and the same values in natural order (double).
+  std::vector<float> ql(BH * N * d), dol(ql.size()), kl(BG * N * d), vl(kl.size());
+  std::vector<uint8_t> ml;
+  for (size_t i = 0; i < ql.size(); ++i) {
+    ql[i] = static_cast<float>(uniform(21, i));
+    dol[i] = static_cast<float>(uniform(24, i));
+  }
+  for (size_t i = 0; i < kl.size(); ++i) {
+    kl[i] = static_cast<float>(uniform(22, i));
+    vl[i] = static_cast<float>(uniform(23, i));
+  }
   tsr_test::AttnFull f;
-  const size_t nq = c.B * c.H * c.N * c.d, nk = c.B * c.G * c.N * c.d;
-  f.q.resize(nq);
-  f.dout.resize(nq);
-  f.k.resize(nk);
-  f.v.resize(nk);
-  for (size_t i = 0; i < nq; ++i) {
-    f.q[i] = static_cast<float>(uniform(21, i));
-    f.dout[i] = static_cast<float>(uniform(24, i));
-  }
-  for (size_t i = 0; i < nk; ++i) {
-    f.k[i] = static_cast<float>(uniform(22, i));
-    f.v[i] = static_cast<float>(uniform(23, i));
-  }
+  f.q.resize(ql.size());
+  f.dout.resize(ql.size());
+  f.k.resize(kl.size());
+  f.v.resize(kl.size());
+  for (size_t r = 0; r < BH; ++r)
+    for (size_t i = 0; i < N; ++i)
+      for (size_t e = 0; e < d; ++e) {
+        f.q[(r * N + perm[i]) * d + e] = ql[(r * N + i) * d + e];
+        f.dout[(r * N + perm[i]) * d + e] = dol[(r * N + i) * d + e];
+      }
+  for (size_t r = 0; r < BG; ++r)
+    for (size_t i = 0; i < N; ++i)
+      for (size_t e = 0; e < d; ++e) {
+        f.k[(r * N + perm[i]) * d + e] = kl[(r * N + i) * d + e];
+        f.v[(r * N + perm[i]) * d + e] = vl[(r * N + i) * d + e];
+      }
   if (c.mask) {
-    f.mask.assign(c.B * c.N, 1);
-    for (size_t j = 0; j < c.N; ++j) f.mask[j] = j % 3 != 1;  // batch 0: every third key hidden
+    ml.assign(c.B * N, 1);
+    for (size_t j = 0; j < N; ++j) ml[j] = j % 3 != 1;  // batch 0: every third key hidden
     if (c.B > 1)
-      for (size_t j = 0; j < c.N; ++j) f.mask[c.N + j] = 0;  // batch 1: nothing visible
+      for (size_t j = 0; j < N; ++j) ml[N + j] = 0;  // batch 1: nothing visible
+    f.mask.assign(c.B * N, 1);
+    for (size_t b = 0; b < c.B; ++b)
+      for (size_t j = 0; j < N; ++j) f.mask[b * N + perm[j]] = ml[b * N + j];
   }
   const tsr_test::AttnRef ref = tsr_test::attention_reference(s, f);
 
-  auto tof = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
-  // Key blocks: (B,G,nk_b,d) slices of the keys [lo, hi) and their positions/mask.
   struct KB {
     size_t lo, hi;
   };
   std::vector<KB> blocks;
-  if (c.split == 0) blocks.push_back({0, c.N});
-  else blocks = {{0, c.split}, {c.split, c.N}};
-  const ac::Shape sh{c.B, c.H, c.G, c.d, static_cast<float>(s.scale), c.causal};
+  if (c.split == 0) blocks.push_back({0, N});
+  else blocks = {{0, c.split}, {c.split, N}};
+  const ac::Shape sh{c.B, c.H, c.G, d, static_cast<float>(s.scale), c.causal};
   const ac::On on{0, nullptr};
-  std::vector<int64_t> qpos(c.N);
-  for (size_t i = 0; i < c.N; ++i) qpos[i] = static_cast<int64_t>(i);
-  Dev<float> q(tof(f.q)), dout(tof(f.dout)), o(nq), m(c.B * c.H * c.N), l(c.B * c.H * c.N), lse(c.B * c.H * c.N),
-      delta(c.B * c.H * c.N), dq(nq);
+  std::vector<int64_t> qpos(N);
+  for (size_t i = 0; i < N; ++i) qpos[i] = static_cast<int64_t>(perm[i]);
+  Dev<float> q(ql), dout(dol), o(ql.size()), m(BH * N), l(BH * N), lse(BH * N), delta(BH * N), dq(ql.size());
   Dev<int64_t> dqpos(qpos);
-  ASSERT_EQ(ac::fwd_init(on, sh, c.N, o.p, m.p, l.p), TSR_SUCCESS) << msg();
-  ASSERT_EQ(cudaMemset(dq.p, 0, nq * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(ac::fwd_init(on, sh, N, o.p, m.p, l.p), TSR_SUCCESS) << msg();
+  ASSERT_EQ(cudaMemset(dq.p, 0, ql.size() * sizeof(float)), cudaSuccess);
   std::vector<std::vector<float>> kb, vb;
   std::vector<std::vector<uint8_t>> mb;
   std::vector<std::vector<int64_t>> pb;
   for (const KB& b : blocks) {
     const size_t len = b.hi - b.lo;
-    std::vector<float> kk(c.B * c.G * len * c.d), vv(kk.size());
-    for (size_t bg = 0; bg < c.B * c.G; ++bg)
+    std::vector<float> kk(BG * len * d), vv(kk.size());
+    for (size_t bg = 0; bg < BG; ++bg)
       for (size_t j = 0; j < len; ++j)
-        for (size_t e = 0; e < c.d; ++e) {
-          kk[(bg * len + j) * c.d + e] = static_cast<float>(f.k[(bg * c.N + b.lo + j) * c.d + e]);
-          vv[(bg * len + j) * c.d + e] = static_cast<float>(f.v[(bg * c.N + b.lo + j) * c.d + e]);
+        for (size_t e = 0; e < d; ++e) {
+          kk[(bg * len + j) * d + e] = kl[(bg * N + b.lo + j) * d + e];
+          vv[(bg * len + j) * d + e] = vl[(bg * N + b.lo + j) * d + e];
         }
     std::vector<uint8_t> mm;
     if (c.mask)
       for (size_t bb = 0; bb < c.B; ++bb)
-        for (size_t j = 0; j < len; ++j) mm.push_back(f.mask[bb * c.N + b.lo + j]);
+        for (size_t j = 0; j < len; ++j) mm.push_back(ml[bb * N + b.lo + j]);
     std::vector<int64_t> pp(len);
-    for (size_t j = 0; j < len; ++j) pp[j] = static_cast<int64_t>(b.lo + j);
+    for (size_t j = 0; j < len; ++j) pp[j] = static_cast<int64_t>(perm[b.lo + j]);
     kb.push_back(kk);
     vb.push_back(vv);
     mb.push_back(mm);
@@ -548,55 +575,70 @@ void run_attn(const AttnCase& c) {
     Dev<float> k(kb[x]), v(vb[x]);
     Dev<uint8_t> km(mb[x]);
     Dev<int64_t> kp(pb[x]);
-    ASSERT_EQ(ac::fwd_block(on, sh, q.p, c.N, dqpos.p, k.p, v.p, blocks[x].hi - blocks[x].lo, kp.p,
+    ASSERT_EQ(ac::fwd_block(on, sh, q.p, N, dqpos.p, k.p, v.p, blocks[x].hi - blocks[x].lo, kp.p,
                             c.mask ? km.p : nullptr, o.p, m.p, l.p),
               TSR_SUCCESS)
         << msg();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
-  ASSERT_EQ(ac::fwd_finish(on, sh, c.N, o.p, m.p, l.p, lse.p), TSR_SUCCESS) << msg();
+  ASSERT_EQ(ac::fwd_finish(on, sh, N, o.p, m.p, l.p, lse.p), TSR_SUCCESS) << msg();
   const std::vector<float> go = o.get(), gl = lse.get();
-  for (size_t i = 0; i < go.size(); ++i) ASSERT_NEAR(go[i], ref.o[i], 2e-5) << "O at " << i;
-  for (size_t i = 0; i < gl.size(); ++i) {
-    if (std::isinf(ref.lse[i])) ASSERT_TRUE(std::isinf(gl[i]) && gl[i] < 0) << "LSE at " << i;
-    else ASSERT_NEAR(gl[i], ref.lse[i], 1e-4) << "LSE at " << i;
-  }
+  for (size_t r = 0; r < BH; ++r)
+    for (size_t i = 0; i < N; ++i) {
+      const double want = ref.lse[r * N + perm[i]];
+      const float got = gl[r * N + i];
+      if (std::isinf(want)) {
+        ASSERT_TRUE(std::isinf(got) && got < 0) << "LSE at row " << r << ", token " << i;
+      } else {
+        ASSERT_NEAR(got, want, 1e-4) << "LSE at row " << r << ", token " << i;
+      }
+      for (size_t e = 0; e < d; ++e)
+        ASSERT_NEAR(go[(r * N + i) * d + e], ref.o[(r * N + perm[i]) * d + e], 2e-5)
+            << "O at row " << r << ", token " << i << ", " << e;
+    }
   // Backward from the forward's O and LSE, as the ring does.
-  ASSERT_EQ(ac::bwd_delta(on, sh, c.N, o.p, dout.p, delta.p), TSR_SUCCESS) << msg();
-  std::vector<float> gdk(nk, 0.0f), gdv(nk, 0.0f);
+  ASSERT_EQ(ac::bwd_delta(on, sh, N, o.p, dout.p, delta.p), TSR_SUCCESS) << msg();
+  std::vector<float> gdk(kl.size(), 0.0f), gdv(kl.size(), 0.0f);
   for (size_t x = 0; x < blocks.size(); ++x) {
     const size_t len = blocks[x].hi - blocks[x].lo;
     Dev<float> k(kb[x]), v(vb[x]), dk(std::vector<float>(kb[x].size(), 0.0f)), dv(std::vector<float>(kb[x].size(), 0.0f));
     Dev<uint8_t> km(mb[x]);
     Dev<int64_t> kp(pb[x]);
-    ASSERT_EQ(ac::bwd_block(on, sh, q.p, c.N, dqpos.p, k.p, v.p, len, kp.p, c.mask ? km.p : nullptr, dout.p, lse.p,
+    ASSERT_EQ(ac::bwd_block(on, sh, q.p, N, dqpos.p, k.p, v.p, len, kp.p, c.mask ? km.p : nullptr, dout.p, lse.p,
                             delta.p, dq.p, dk.p, dv.p),
               TSR_SUCCESS)
         << msg();
     const std::vector<float> hk = dk.get(), hv = dv.get();
-    for (size_t bg = 0; bg < c.B * c.G; ++bg)
+    for (size_t bg = 0; bg < BG; ++bg)
       for (size_t j = 0; j < len; ++j)
-        for (size_t e = 0; e < c.d; ++e) {
-          gdk[(bg * c.N + blocks[x].lo + j) * c.d + e] = hk[(bg * len + j) * c.d + e];
-          gdv[(bg * c.N + blocks[x].lo + j) * c.d + e] = hv[(bg * len + j) * c.d + e];
+        for (size_t e = 0; e < d; ++e) {
+          gdk[(bg * N + blocks[x].lo + j) * d + e] = hk[(bg * len + j) * d + e];
+          gdv[(bg * N + blocks[x].lo + j) * d + e] = hv[(bg * len + j) * d + e];
         }
   }
-  auto check = [](const std::vector<float>& got, const std::vector<double>& want, const char* what) {
+  // got (local order, rows of N tokens) against want (natural order).
+  auto check = [&](const std::vector<float>& got, const std::vector<double>& want, size_t rows, const char* what) {
     double mx = 0;
     for (double w : want) mx = std::max(mx, std::fabs(w));
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * std::max(mx, 1.0)) << what << " at " << i;
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t i = 0; i < N; ++i)
+        for (size_t e = 0; e < d; ++e)
+          ASSERT_NEAR(got[(r * N + i) * d + e], want[(r * N + perm[i]) * d + e], 1e-4 * std::max(mx, 1.0))
+              << what << " at row " << r << ", token " << i << ", " << e;
   };
-  check(dq.get(), ref.dq, "dQ");
-  check(gdk, ref.dk, "dK");
-  check(gdv, ref.dv, "dV");
+  check(dq.get(), ref.dq, BH, "dQ");
+  check(gdk, ref.dk, BG, "dK");
+  check(gdv, ref.dv, BG, "dV");
 }
 
 TEST(CudaAttention, ForwardAndBackwardMatchTheFloat64Reference) {
-  run_attn({1, 2, 2, 70, 64, false, false, 0});
-  run_attn({1, 2, 2, 70, 64, true, false, 33});
-  run_attn({2, 4, 2, 100, 40, true, true, 37});    // GQA, key mask, an empty batch row, d not a multiple of 32
-  run_attn({1, 2, 1, 45, 160, false, true, 20});
-  run_attn({1, 1, 1, 40, 256, true, false, 13});   // d = 256: shared memory above 48 KiB
+  run_attn({1, 2, 2, 70, 64, false, false, 0, false});
+  run_attn({1, 2, 2, 70, 64, true, false, 33, false});
+  run_attn({2, 4, 2, 100, 40, true, true, 37, false});  // GQA, key mask, an empty batch row, d not a multiple of 32
+  run_attn({1, 2, 1, 45, 160, false, true, 20, false});
+  run_attn({1, 1, 1, 40, 256, true, false, 13, false});  // d = 256: shared memory above 48 KiB
+  run_attn({1, 2, 2, 83, 32, true, false, 41, true});    // zigzag order: causal by position, not by index
+  run_attn({2, 2, 1, 64, 16, true, true, 0, true});
 }
 
 TEST(CudaAttention, RefusesBadShapesAndHostPointers) {
