@@ -53,3 +53,31 @@ function(tsr_add_unit_test)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT 60 LABELS "unit" ENVIRONMENT "${TSR_TEST_ENV}")
 endfunction()
+
+# tsr_add_cuda_test(NAME n SOURCES s... RANKS 1 2 ... [LIBS l...] [TIMEOUT sec] [LABELS l...])
+#   A GPU test (issue 17, docs/GPU.md): like tsr_add_mpi_test, built with
+#   tests/device/device_main.cpp, label "cuda" (not "mpi"). Where no CUDA
+#   device is visible every rank exits with 77 after printing why (rank 0),
+#   which CTest reports as skipped (SKIP_RETURN_CODE 77). Only in builds with
+#   TSR_WITH_CUDA.
+set(TSR_CUDA_TEST_MAIN ${CMAKE_CURRENT_LIST_DIR}/../tests/device/device_main.cpp)
+function(tsr_add_cuda_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;RANKS;LIBS;LABELS;ARGS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT ${TSR_TEST_TIMEOUT})
+  endif()
+  add_executable(${T_NAME} ${T_SOURCES} ${TSR_CUDA_TEST_MAIN})
+  target_link_libraries(${T_NAME} PRIVATE GTest::gtest MPI::MPI_CXX tessera_warnings CUDA::cudart ${T_LIBS})
+  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/tests/common)
+  if(TARGET cuda_tests)  # every cuda test at once (.ci/run, tests/device/run.sh)
+    add_dependencies(cuda_tests ${T_NAME})
+  endif()
+  foreach(n IN LISTS T_RANKS)
+    add_test(NAME ${T_NAME}_np${n}
+      COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n} ${TSR_MPIEXEC_PREFLAGS}
+              $<TARGET_FILE:${T_NAME}> ${MPIEXEC_POSTFLAGS} ${T_ARGS})
+    set_tests_properties(${T_NAME}_np${n} PROPERTIES
+      PROCESSORS ${n} TIMEOUT ${T_TIMEOUT} LABELS "cuda;${T_LABELS}" SKIP_RETURN_CODE 77
+      ENVIRONMENT "${TSR_TEST_ENV}")
+  endforeach()
+endfunction()

@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 
+#include "device_transport.hpp"
 #include "grid.hpp"
 
 namespace tsr {
@@ -200,6 +201,9 @@ tsr_status make_ring(tsr_context ctx, MPI_Comm comm, tsr_ring* out) {
   }
   r->ctx = ctx;
   tsr_status st = Comm::wrap(ctx, dup, true, &r->comm);
+  // Device transport (NCCL) when the context is bound to a device: collective
+  // over the ring, agreed (lib/device_transport.hpp, docs/GPU.md).
+  if (st == TSR_SUCCESS && ctx->cuda_device >= 0) st = agree(*r->comm, device::attach(*r->comm));
   if (st != TSR_SUCCESS) {
     if (!r->comm) MPI_Comm_free(&dup);
     return st;

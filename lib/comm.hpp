@@ -14,6 +14,7 @@ namespace tsr {
 
 class Backend;
 class MpiBackend;
+class DeviceComm;  // lib/device_transport.cpp: a communicator's NCCL state
 
 // A nonblocking operation in flight. A transfer split into chunks (more
 // elements than the context's max_chunk, see transport.hpp) is several MPI
@@ -22,7 +23,11 @@ struct Request {
   MPI_Request mpi = MPI_REQUEST_NULL;
   std::vector<MPI_Request> parts;  // the further chunks of a split operation
   std::vector<int> scratch;        // count/displacement arrays MPI reads until completion
-  bool active() const { return mpi != MPI_REQUEST_NULL || !parts.empty(); }
+  // A device operation (NCCL, lib/device_transport.cpp) posted into the
+  // communicator's pending group: wait/test start the group and order the
+  // context's stream after it.
+  bool device = false;
+  bool active() const { return mpi != MPI_REQUEST_NULL || !parts.empty() || device; }
 };
 
 // A communicator as the transport sees it: the MPI communicator, the class of
@@ -55,6 +60,14 @@ class Comm {
   // context's tsr_context_config.max_chunk; INT_MAX by default). Larger
   // transfers are split (transport.hpp).
   size_t max_chunk() const { return max_chunk_; }
+  // The device transport of this communicator (lib/device_transport.hpp),
+  // null on the host-only path. device_route(): whether calls on this
+  // communicator may carry device buffers (then backend() routes them and
+  // host_mpi() is null).
+  DeviceComm* device() const { return device_.get(); }
+  bool device_route() const { return device_ != nullptr; }
+  // Installs (d, b) or, with d null, restores the host MPI backend.
+  void set_device(std::shared_ptr<DeviceComm> d, Backend* b);
 
  private:
   Comm() = default;
@@ -68,6 +81,7 @@ class Comm {
   MpiBackend* host_mpi_ = nullptr;
   Ledger* ledger_ = nullptr;
   size_t max_chunk_ = 0;
+  std::shared_ptr<DeviceComm> device_;
 };
 
 }  // namespace tsr

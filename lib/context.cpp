@@ -57,6 +57,18 @@ tsr_status Comm::wrap(tsr_context_s* ctx, MPI_Comm comm, bool owned, std::unique
   return TSR_SUCCESS;
 }
 
+void Comm::set_device(std::shared_ptr<DeviceComm> d, Backend* b) {
+  if (d && b != nullptr) {
+    device_ = std::move(d);
+    backend_ = b;
+    host_mpi_ = nullptr;
+  } else {
+    device_.reset();
+    backend_ = ctx_->backend.get();
+    host_mpi_ = ctx_->backend.get();
+  }
+}
+
 Comm::~Comm() {
   if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }

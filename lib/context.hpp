@@ -35,6 +35,9 @@ struct tsr_context_s {
   size_t max_chunk = 0;           // elements per MPI call (tsr_context_config.max_chunk), 1..INT_MAX
   tsr::Ledger ledger;
   std::unique_ptr<tsr::MpiBackend> backend;
+  // The device backend (lib/device_transport.cpp), made by the first
+  // device::attach of a bound context; routes to `backend` for host buffers.
+  std::unique_ptr<tsr::Backend> device_backend;
   std::unique_ptr<tsr::Comm> world;  // transport view of `comm`
   int live_grids = 0;
   int live_rings = 0;  // tsr_ring objects over this context (collectives/ring.cpp)

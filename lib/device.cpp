@@ -85,6 +85,17 @@ Guard::~Guard() {
 #endif
 }
 
+void synchronize(const tsr_context_s* ctx) noexcept {
+#if TSR_HAVE_CUDA
+  if (ctx->cuda_device < 0) return;
+  Guard g(ctx->cuda_device);
+  if (g.status() != TSR_SUCCESS) return;
+  if (cudaStreamSynchronize(static_cast<cudaStream_t>(ctx->cuda_stream)) != cudaSuccess) (void)cudaGetLastError();
+#else
+  (void)ctx;
+#endif
+}
+
 tsr_status check_buffer(const tsr_context_s* ctx, const void* buf, const char* arg, Space* space) {
   int dev = -1;
   const Space s = space_of(buf, &dev);

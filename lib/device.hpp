@@ -49,6 +49,11 @@ class Guard {
   tsr_status status_ = TSR_SUCCESS;
 };
 
+// Waits for the work queued on the context's stream (a no-op when unbound
+// or without CUDA; errors are left to the next checked CUDA call). For meter
+// reads at region boundaries only: never in the transport's hot path.
+void synchronize(const tsr_context_s* ctx) noexcept;
+
 // Checks a buffer given to a call on ctx, before the call's agreement: host
 // memory always passes; device memory needs a build with CUDA, a context
 // bound to a device (TSR_ERR_STATE otherwise) and to the buffer's own device

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "context.hpp"
+#include "device.hpp"
 #include "core.hpp"
 #include "energy/meters.hpp"
 #include "energy/profile.hpp"
@@ -198,7 +199,12 @@ tsr_status start(tsr_context ctx, const tsr_energy_config* cfg) {
     e.status = e.meters.status();
     if (e.meters.domains() != 0) {
       Meters* m = &e.meters;
-      ctx->ledger.set_meter([m](uint64_t* uj) {
+      ctx->ledger.set_meter([m, ctx](uint64_t* uj) {
+        // GPU energy (NVML) of a device-bound context: the work queued on
+        // its stream belongs to the region being closed, so wait for it
+        // before reading (docs/GPU.md; only with NVML read, at region
+        // boundaries).
+        if ((m->domains() & (1 << TSR_DOMAIN_GPU)) != 0 && ctx->cuda_device >= 0) device::synchronize(ctx);
         m->read(uj);
         return m->domains();
       });

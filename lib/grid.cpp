@@ -4,6 +4,7 @@
 #include <new>
 
 #include "core.hpp"
+#include "device_transport.hpp"
 
 namespace tsr {
 
@@ -90,6 +91,17 @@ tsr_status build(tsr_context ctx, tsr_grid_kind kind, const Dims& d, tsr_grid* o
     if (st != TSR_SUCCESS && !g->comms[a]) MPI_Comm_free(&sub);
   }
   TSR_TRY(agree(*ctx->world, st));
+  // Device transport (NCCL) on every axis when the context is bound to a
+  // device: each attach is collective over its axis; every axis is attached
+  // even after a failure, so that every rank makes the same calls.
+  if (ctx->cuda_device >= 0) {
+    for (int a = 0; a < 5; ++a) {
+      if (!g->comms[a]) continue;
+      const tsr_status at = device::attach(*g->comms[a]);
+      if (st == TSR_SUCCESS) st = at;
+    }
+    TSR_TRY(agree(*ctx->world, st));
+  }
   ctx->live_grids += 1;
   *out = g.release();
   return TSR_SUCCESS;

@@ -88,6 +88,28 @@ class Ledger {
   void coll_wire_recv(tsr_peer_class c, uint64_t msgs, uint64_t bytes, Traffic t) {
     add(t == Traffic::data ? top_->coll_wire_recv[c] : top_->control, msgs, bytes);
   }
+  // Data between device memories (the device transport, docs/ACCOUNTING.md
+  // "Device memory"): bytes to and from the rank itself and same-node peers
+  // go device to device (NVLink, PCIe peer) and are charged, sent side only,
+  // to device_to_device_bytes instead of the self / intra-node entries;
+  // bytes to and from other nodes stay inter-node (p2p or wire entries, as
+  // for host memory). Control traffic never lives on a device. With
+  // device == false these are p2p_sent, p2p_recv, coll_wire_sent and
+  // coll_wire_recv.
+  void p2p_sent(tsr_peer_class c, uint64_t bytes, Traffic t, bool device) {
+    if (device && t == Traffic::data && c != TSR_PEER_REMOTE) top_->device_to_device_bytes += bytes;
+    else p2p_sent(c, bytes, t);
+  }
+  void p2p_recv(tsr_peer_class c, uint64_t bytes, Traffic t, bool device) {
+    if (!(device && t == Traffic::data && c != TSR_PEER_REMOTE)) p2p_recv(c, bytes, t);
+  }
+  void coll_wire_sent(tsr_peer_class c, uint64_t msgs, uint64_t bytes, Traffic t, bool device) {
+    if (device && t == Traffic::data && c != TSR_PEER_REMOTE) top_->device_to_device_bytes += bytes;
+    else coll_wire_sent(c, msgs, bytes, t);
+  }
+  void coll_wire_recv(tsr_peer_class c, uint64_t msgs, uint64_t bytes, Traffic t, bool device) {
+    if (!(device && t == Traffic::data && c != TSR_PEER_REMOTE)) coll_wire_recv(c, msgs, bytes, t);
+  }
   void disk_read(uint64_t bytes) { top_->disk_read_bytes += bytes; }
   void disk_write(uint64_t bytes) { top_->disk_write_bytes += bytes; }
   void host_to_device(uint64_t bytes) { top_->host_to_device_bytes += bytes; }

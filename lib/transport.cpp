@@ -12,6 +12,7 @@
 #include "backend.hpp"
 #include "context.hpp"
 #include "core.hpp"
+#include "device_transport.hpp"
 
 namespace tsr {
 
@@ -51,15 +52,27 @@ tsr_status check_peer(const Comm& c, int peer, const char* arg) {
   return TSR_SUCCESS;
 }
 
-void charge_model(const Comm& c, const WireModel& m, Traffic t) {
+// dev: the call moved device memory (Ledger: self and same-node edges are
+// device to device).
+void charge_model(const Comm& c, const WireModel& m, Traffic t, bool dev = false) {
   Ledger& l = c.ledger();
-  for (const WireEdge& e : m.sent) l.coll_wire_sent(c.peer_class(e.peer), e.messages, e.bytes, t);
-  for (const WireEdge& e : m.recv) l.coll_wire_recv(c.peer_class(e.peer), e.messages, e.bytes, t);
+  for (const WireEdge& e : m.sent) l.coll_wire_sent(c.peer_class(e.peer), e.messages, e.bytes, t, dev);
+  for (const WireEdge& e : m.recv) l.coll_wire_recv(c.peer_class(e.peer), e.messages, e.bytes, t, dev);
   if (l.matrix_on() && t == Traffic::data)
     for (const WireEdge& e : m.sent) l.peer_sent(c.context_rank(e.peer), e.messages, e.bytes);
 }
 
 using detail::bytes_of;
+using detail::on_device;
+
+// A local copy of n bytes within a rank's buffer: memmove on the host,
+// device::copy (on the context's stream) for device memory.
+tsr_status local_copy(const Comm& c, void* dst, const void* src, size_t n) {
+  if (n == 0 || dst == src) return TSR_SUCCESS;
+  if (on_device(c, dst, src)) return device::copy(c, dst, src, n);
+  std::memmove(dst, src, n);
+  return TSR_SUCCESS;
+}
 
 // buf + elems elements of e bytes; null stays null (receive buffers that a
 // rank ignores may be null).
@@ -84,6 +97,8 @@ class Split {
     else
       req_->parts.push_back(sub_.mpi);
     sub_.mpi = MPI_REQUEST_NULL;
+    if (sub_.device) req_->device = true;  // a device part (NCCL): one pending group per communicator
+    sub_.device = false;
   }
 
  private:
@@ -134,7 +149,7 @@ tsr_status send_split(const Comm& c, const void* buf, size_t count, tsr_dtype ty
     return TSR_SUCCESS;
   }));
   Ledger& l = c.ledger();
-  l.p2p_sent(c.peer_class(peer), bytes_of(count, type), t);
+  l.p2p_sent(c.peer_class(peer), bytes_of(count, type), t, on_device(c, buf));
   if (l.matrix_on() && t == Traffic::data) l.peer_sent(c.context_rank(peer), 1, bytes_of(count, type));
   return TSR_SUCCESS;
 }
@@ -149,7 +164,7 @@ tsr_status recv_split(const Comm& c, void* buf, size_t count, tsr_dtype type, in
     sp.started();
     return TSR_SUCCESS;
   }));
-  c.ledger().p2p_recv(c.peer_class(peer), bytes_of(count, type), t);
+  c.ledger().p2p_recv(c.peer_class(peer), bytes_of(count, type), t, on_device(c, buf));
   return TSR_SUCCESS;
 }
 }  // namespace detail
@@ -177,6 +192,9 @@ tsr_status sendrecv(const Comm& c, const void* sbuf, size_t scount, int dest, in
     std::unique_ptr<unsigned char[]> copy;
     const void* src = sbuf;
     if (sbuf == rbuf && sbuf != nullptr) {
+      if (on_device(c, sbuf))
+        return fail(TSR_ERR_UNSUPPORTED, "an in-place exchange (sbuf == rbuf) of device memory above max_chunk = %zu "
+                    "elements", c.max_chunk());
       copy.reset(new (std::nothrow) unsigned char[scount * e]);
       if (!copy) return fail(TSR_ERR_NO_MEMORY, "a copy of %zu bytes for an in-place exchange", scount * e);
       std::memcpy(copy.get(), sbuf, scount * e);
@@ -199,8 +217,9 @@ tsr_status sendrecv(const Comm& c, const void* sbuf, size_t scount, int dest, in
     TSR_TRY(st);
     TSR_TRY(done);
   }
-  c.ledger().p2p_sent(c.peer_class(dest), bytes_of(scount, type), t);
-  c.ledger().p2p_recv(c.peer_class(source), bytes_of(rcount, type), t);
+  const bool dev = on_device(c, sbuf, rbuf);
+  c.ledger().p2p_sent(c.peer_class(dest), bytes_of(scount, type), t, dev);
+  c.ledger().p2p_recv(c.peer_class(source), bytes_of(rcount, type), t, dev);
   if (c.ledger().matrix_on() && t == Traffic::data) c.ledger().peer_sent(c.context_rank(dest), 1, bytes_of(scount, type));
   return TSR_SUCCESS;
 }
@@ -232,7 +251,7 @@ tsr_status bcast(const Comm& c, void* buf, size_t count, tsr_dtype type, int roo
     }));
   }
   c.ledger().coll_call(TSR_COLL_BCAST, is_root ? n : 0, is_root ? 0 : n, t);
-  charge_model(c, model_bcast(c.rank(), c.size(), root, n), t);
+  charge_model(c, model_bcast(c.rank(), c.size(), root, n), t, on_device(c, buf));
   return TSR_SUCCESS;
 }
 
@@ -258,7 +277,7 @@ tsr_status reduce(const Comm& c, const void* sbuf, void* rbuf, size_t count, tsr
     }));
   }
   c.ledger().coll_call(TSR_COLL_REDUCE, n, is_root ? n : 0, t);
-  charge_model(c, model_reduce(c.rank(), c.size(), root, n), t);
+  charge_model(c, model_reduce(c.rank(), c.size(), root, n), t, on_device(c, sbuf, rbuf));
   return TSR_SUCCESS;
 }
 
@@ -282,7 +301,7 @@ tsr_status allreduce(const Comm& c, const void* sbuf, void* rbuf, size_t count, 
     }));
   }
   c.ledger().coll_call(TSR_COLL_ALLREDUCE, n, n, t);
-  charge_model(c, model_allreduce(c.rank(), c.size(), count, tsr_dtype_size(type)), t);
+  charge_model(c, model_allreduce(c.rank(), c.size(), count, tsr_dtype_size(type)), t, on_device(c, sbuf, rbuf));
   return TSR_SUCCESS;
 }
 
@@ -305,7 +324,8 @@ tsr_status allgather(const Comm& c, const void* sbuf, size_t count, void* rbuf, 
     }));
   }
   c.ledger().coll_call(TSR_COLL_ALLGATHER, n, n * static_cast<uint64_t>(c.size()), t);
-  charge_model(c, model_allgatherv(c.rank(), c.size(), std::vector<uint64_t>(static_cast<size_t>(c.size()), n)), t);
+  charge_model(c, model_allgatherv(c.rank(), c.size(), std::vector<uint64_t>(static_cast<size_t>(c.size()), n)), t,
+               on_device(c, sbuf, rbuf));
   return TSR_SUCCESS;
 }
 
@@ -343,7 +363,7 @@ tsr_status allgatherv(const Comm& c, const void* sbuf, size_t count, void* rbuf,
     // One rank: a local copy. (MPICH 4.0's MPI_Allgatherv on one rank
     // ignores displs[0] and writes at rbuf: test_split's allgatherv with gaps.)
     void* mine = at(rbuf, displs[0], e);
-    if (count > 0 && mine != sbuf) std::memmove(mine, sbuf, count * e);
+    TSR_TRY(local_copy(c, mine, sbuf, count * e));
   } else if (!split) {
     std::vector<int> scratch(2 * p);
     for (size_t r = 0; r < p; ++r) {
@@ -358,7 +378,7 @@ tsr_status allgatherv(const Comm& c, const void* sbuf, size_t count, void* rbuf,
     // Each rank's block broadcast from it in chunks, from its place in rbuf
     // (this rank's copied there first unless in place).
     void* mine = at(rbuf, displs[me], e);
-    if (count > 0 && mine != sbuf) std::memmove(mine, sbuf, count * e);
+    TSR_TRY(local_copy(c, mine, sbuf, count * e));
     Split sp(req);
     for (size_t r = 0; r < p; ++r)
       TSR_TRY(for_chunks(counts[r], c.max_chunk(), [&](size_t o, int k) {
@@ -367,7 +387,7 @@ tsr_status allgatherv(const Comm& c, const void* sbuf, size_t count, void* rbuf,
         return TSR_SUCCESS;
       }));
   }
-  charge_model(c, model_allgatherv(c.rank(), c.size(), block), t);
+  charge_model(c, model_allgatherv(c.rank(), c.size(), block), t, on_device(c, sbuf, rbuf));
   c.ledger().coll_call(TSR_COLL_ALLGATHER, bytes_of(count, type), total, t);
   return TSR_SUCCESS;
 }
@@ -414,7 +434,7 @@ tsr_status reduce_scatterv(const Comm& c, const void* sbuf, void* rbuf, const si
       off += counts[r];
     }
   }
-  charge_model(c, model_reduce_scatterv(c.rank(), c.size(), block), t);
+  charge_model(c, model_reduce_scatterv(c.rank(), c.size(), block), t, on_device(c, sbuf, rbuf));
   c.ledger().coll_call(TSR_COLL_REDUCE_SCATTER, total, block[static_cast<size_t>(c.rank())], t);
   return TSR_SUCCESS;
 }
@@ -446,7 +466,7 @@ tsr_status alltoall(const Comm& c, const void* sbuf, void* rbuf, size_t count, t
     }));
   }
   c.ledger().coll_call(TSR_COLL_ALLTOALL, all, all, t);
-  charge_model(c, model_alltoall(c.rank(), c.size(), n), t);
+  charge_model(c, model_alltoall(c.rank(), c.size(), n), t, on_device(c, sbuf, rbuf));
   return TSR_SUCCESS;
 }
 
@@ -472,7 +492,7 @@ tsr_status gather(const Comm& c, const void* sbuf, size_t count, void* rbuf, tsr
     }));
   }
   c.ledger().coll_call(TSR_COLL_GATHER, n, is_root ? n * static_cast<uint64_t>(c.size()) : 0, t);
-  charge_model(c, model_gather(c.rank(), c.size(), root, n), t);
+  charge_model(c, model_gather(c.rank(), c.size(), root, n), t, on_device(c, sbuf, rbuf));
   return TSR_SUCCESS;
 }
 
@@ -498,7 +518,7 @@ tsr_status scatter(const Comm& c, const void* sbuf, size_t count, void* rbuf, ts
     }));
   }
   c.ledger().coll_call(TSR_COLL_SCATTER, is_root ? n * static_cast<uint64_t>(c.size()) : 0, n, t);
-  charge_model(c, model_scatter(c.rank(), c.size(), root, n), t);
+  charge_model(c, model_scatter(c.rank(), c.size(), root, n), t, on_device(c, sbuf, rbuf));
   return TSR_SUCCESS;
 }
 

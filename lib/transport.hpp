@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "device.hpp"
 #include "wire_model.hpp"
 
 namespace tsr {
@@ -56,6 +57,13 @@ tsr_status send_split(const Comm& c, const void* buf, size_t count, tsr_dtype ty
                       Request* req, Traffic t);
 tsr_status recv_split(const Comm& c, void* buf, size_t count, tsr_dtype type, int peer, int tag, Request* req,
                       Traffic t);
+// Whether a call on c moves device memory: c has a device route (its context
+// was bound to a device when c was made) and one of the buffers is device
+// memory. Host-only communicators never classify (no CUDA call).
+inline bool on_device(const Comm& c, const void* a, const void* b = nullptr) {
+  return c.device_route() &&
+         (device::space_of(a) == device::Space::device || device::space_of(b) == device::Space::device);
+}
 }  // namespace detail
 
 inline tsr_status send(const Comm& c, const void* buf, size_t count, tsr_dtype type, int peer, int tag,
@@ -66,7 +74,8 @@ inline tsr_status send(const Comm& c, const void* buf, size_t count, tsr_dtype t
   const tsr_status st = host ? host->send(c, buf, n, type, peer, tag, req) : c.backend().send(c, buf, n, type, peer, tag, req);
   if (st == TSR_SUCCESS) {
     Ledger& l = c.ledger();
-    l.p2p_sent(c.peer_class(peer), detail::bytes_of(count, type), t);
+    if (host) l.p2p_sent(c.peer_class(peer), detail::bytes_of(count, type), t);
+    else l.p2p_sent(c.peer_class(peer), detail::bytes_of(count, type), t, detail::on_device(c, buf));
     if (l.matrix_on() && t == Traffic::data) l.peer_sent(c.context_rank(peer), 1, detail::bytes_of(count, type));
   }
   return st;
@@ -78,7 +87,10 @@ inline tsr_status recv(const Comm& c, void* buf, size_t count, tsr_dtype type, i
   MpiBackend* host = c.host_mpi();
   const int n = static_cast<int>(count);
   const tsr_status st = host ? host->recv(c, buf, n, type, peer, tag, req) : c.backend().recv(c, buf, n, type, peer, tag, req);
-  if (st == TSR_SUCCESS) c.ledger().p2p_recv(c.peer_class(peer), detail::bytes_of(count, type), t);
+  if (st == TSR_SUCCESS) {
+    if (host) c.ledger().p2p_recv(c.peer_class(peer), detail::bytes_of(count, type), t);
+    else c.ledger().p2p_recv(c.peer_class(peer), detail::bytes_of(count, type), t, detail::on_device(c, buf));
+  }
   return st;
 }
 // Blocking exchange: sends to dest and receives from source at once.

@@ -68,7 +68,7 @@ endif()
 get_filename_component(pcdir "${pcfile}" DIRECTORY)
 get_filename_component(libdir "${pcdir}" DIRECTORY)
 foreach(h tessera.h tessera.hpp optimizer.h optimizer.hpp attention.h attention.hpp gemm.h gemm.hpp
-          energy.h energy.hpp tsr_version.h tsr_config.h)
+          energy.h energy.hpp device.h device.hpp tsr_version.h tsr_config.h)
   if(NOT EXISTS "${prefix}/include/tessera/${h}")
     message(FATAL_ERROR "not installed: include/tessera/${h}")
   endif()

@@ -663,7 +663,7 @@ TEST(Collectives, AgreementIsControlTrafficOnly) {
   std::vector<double> buf(64, 1.0), out(64 * static_cast<size_t>(n), 0.0);
   tsr_counters w = zero();
   add_ring_allreduce_control(w, x);
-  add_ring_allreduce_control(w, x, 2 * 3);  // the named arguments: the call, count, type
+  add_ring_allreduce_control(w, x, 2 * 4);  // the named arguments: the call, count, type, memory space
   const size_t count = x.pos == n - 1 ? 5 : 4;
   const Snap b = snap(ctx);
   EXPECT_EQ(tsr_allgather(g, TSR_AXIS_ALL, buf.data(), count, out.data(), TSR_FLOAT64), TSR_ERR_INVALID_ARG);
@@ -824,12 +824,12 @@ TEST_F(CollectiveErrors, ArgumentsDifferOnOneRank) {
     const Axis x = axis_view(g, axis);
     if (x.p < 2) continue;  // nothing can differ on a one-member axis
     // The agreement, then the all-reduce that names the differing argument:
-    // 2 int64 per named argument (the call, count, type, and root, op or
-    // shift where the collective has one).
+    // 2 int64 per named argument (the call, count, type, root, op or shift
+    // where the collective has one, and the memory space of the buffers).
     auto w = [&](int which) {
       tsr_counters c = zero();
       add_ring_allreduce_control(c, x);
-      add_ring_allreduce_control(c, x, which == 2 || which == 4 ? 6 : 8);
+      add_ring_allreduce_control(c, x, which == 2 || which == 4 ? 8 : 10);
       return c;
     };
     const bool odd = x.pos == x.p - 1;

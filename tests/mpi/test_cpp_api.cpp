@@ -84,3 +84,28 @@ TEST(CppApi, ErrorsCarryStatusAndMessage) {
 }
 
 }  // namespace
+
+namespace {
+
+// Device wrappers (device.hpp, included by tessera.hpp): the host-only view
+// of a build without a GPU; binding a device is a GPU test (tests/device).
+TEST(CppApi, DeviceWrappers) {
+  tessera::context ctx(MPI_COMM_WORLD);
+  EXPECT_GE(tessera::device_count(), 0);
+  double x = 0;
+  EXPECT_EQ(tessera::pointer_space(&x), tessera::memory_space::host);
+  const tessera::device_binding b = tessera::get_device(ctx);
+  EXPECT_EQ(b.device, -1);
+  EXPECT_EQ(b.stream, nullptr);
+  try {
+    tessera::set_device(ctx, -2);
+    FAIL() << "no exception";
+  } catch (const tessera::error& e) {
+    EXPECT_EQ(e.status(), TSR_ERR_INVALID_ARG);
+    EXPECT_NE(std::string(e.what()).find("tsr_context_set_device: argument 'device'"), std::string::npos) << e.what();
+  }
+  tessera::set_device(ctx, -1);  // unbinding an unbound context: fine
+  EXPECT_EQ(tessera::get_device(ctx).device, -1);
+}
+
+}  // namespace

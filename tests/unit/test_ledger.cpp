@@ -80,3 +80,64 @@ TEST(Ledger, EveryEntryAndControl) {
 }
 
 }  // namespace
+
+namespace {
+
+// Device memory (issue 17, docs/ACCOUNTING.md "Device memory"): data between
+// device buffers to and from the rank itself or a same-node peer is charged,
+// sent side only, to device_to_device_bytes instead of the self / intra-node
+// entries; to and from other nodes it stays inter-node. Exact arithmetic.
+TEST(Ledger, DeviceChargesPointToPoint) {
+  tsr::Ledger l;
+  using tsr::Traffic;
+  l.p2p_sent(TSR_PEER_SELF, 8, Traffic::data, true);
+  l.p2p_sent(TSR_PEER_NODE, 100, Traffic::data, true);
+  l.p2p_sent(TSR_PEER_REMOTE, 1000, Traffic::data, true);
+  l.p2p_recv(TSR_PEER_NODE, 30, Traffic::data, true);
+  l.p2p_recv(TSR_PEER_REMOTE, 300, Traffic::data, true);
+  l.p2p_sent(TSR_PEER_NODE, 5, Traffic::data, false);   // host memory: as before
+  l.p2p_sent(TSR_PEER_NODE, 24, Traffic::control, true);  // control is never device traffic
+  tsr_counters c;
+  ASSERT_TRUE(l.get("total", &c));
+  EXPECT_EQ(c.device_to_device_bytes, 108u);
+  EXPECT_EQ(c.p2p_sent[TSR_PEER_SELF].bytes, 0u);
+  EXPECT_EQ(c.p2p_sent[TSR_PEER_NODE].bytes, 5u);
+  EXPECT_EQ(c.p2p_sent[TSR_PEER_NODE].messages, 1u);
+  EXPECT_EQ(c.p2p_sent[TSR_PEER_REMOTE].bytes, 1000u);
+  EXPECT_EQ(c.p2p_sent[TSR_PEER_REMOTE].messages, 1u);
+  EXPECT_EQ(c.p2p_recv[TSR_PEER_NODE].bytes, 0u);
+  EXPECT_EQ(c.p2p_recv[TSR_PEER_REMOTE].bytes, 300u);
+  EXPECT_EQ(c.control.bytes, 24u);
+  EXPECT_EQ(c.host_to_device_bytes, 0u);
+  EXPECT_EQ(c.device_to_host_bytes, 0u);
+}
+
+TEST(Ledger, DeviceChargesCollectiveWire) {
+  tsr::Ledger l;
+  using tsr::Traffic;
+  // A rank with wire edges to itself, two same-node peers and one remote peer.
+  l.coll_wire_sent(TSR_PEER_SELF, 1, 16, Traffic::data, true);
+  l.coll_wire_sent(TSR_PEER_NODE, 2, 4096, Traffic::data, true);
+  l.coll_wire_sent(TSR_PEER_NODE, 1, 2048, Traffic::data, true);
+  l.coll_wire_sent(TSR_PEER_REMOTE, 3, 6144, Traffic::data, true);
+  l.coll_wire_recv(TSR_PEER_NODE, 2, 4096, Traffic::data, true);
+  l.coll_wire_recv(TSR_PEER_REMOTE, 3, 6144, Traffic::data, true);
+  ASSERT_EQ(l.begin("host"), TSR_SUCCESS);
+  l.coll_wire_sent(TSR_PEER_NODE, 1, 512, Traffic::data, false);
+  ASSERT_EQ(l.end("host"), TSR_SUCCESS);
+  tsr_counters c, h;
+  ASSERT_TRUE(l.get("total", &c));
+  ASSERT_TRUE(l.get("host", &h));
+  EXPECT_EQ(c.device_to_device_bytes, 16u + 4096u + 2048u);
+  EXPECT_EQ(c.coll_wire_sent[TSR_PEER_SELF].bytes, 0u);
+  EXPECT_EQ(c.coll_wire_sent[TSR_PEER_NODE].bytes, 512u);
+  EXPECT_EQ(c.coll_wire_sent[TSR_PEER_NODE].messages, 1u);
+  EXPECT_EQ(c.coll_wire_sent[TSR_PEER_REMOTE].bytes, 6144u);
+  EXPECT_EQ(c.coll_wire_sent[TSR_PEER_REMOTE].messages, 3u);
+  EXPECT_EQ(c.coll_wire_recv[TSR_PEER_NODE].bytes, 0u);
+  EXPECT_EQ(c.coll_wire_recv[TSR_PEER_REMOTE].bytes, 6144u);
+  EXPECT_EQ(h.device_to_device_bytes, 0u);
+  EXPECT_EQ(h.coll_wire_sent[TSR_PEER_NODE].bytes, 512u);
+}
+
+}  // namespace
