@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attention_impl.hpp"
+#include "device.hpp"
 #include "ring.hpp"
 
 namespace tsr {
@@ -569,6 +570,12 @@ tsr_status check_tensor(const tsr_attn_tensor* t, const char* name, size_t batch
   size_t elems = 0;
   if (!mul(&elems, {batch, heads, seq, dim})) return fail(TSR_ERR_SHAPE, "%s: the element count overflows", name);
   if (need_data && elems > 0 && t->data == nullptr) return fail(TSR_ERR_INVALID_ARG, "%s.data is NULL", name);
+  // Device tensors (issue 17): the CUDA attention block exists
+  // (collectives/cuda/attn_cuda.hpp) but the ring's buffers and exchanges
+  // are on the host: refuse rather than read device memory on the host.
+  if (need_data && elems > 0 && device::space_of(t->data) == device::Space::device)
+    return fail(TSR_ERR_UNSUPPORTED, "%s.data is CUDA device memory; ring attention takes host tensors in this "
+                "version (docs/ATTENTION.md, \"CUDA\")", name);
   return TSR_SUCCESS;
 }
 

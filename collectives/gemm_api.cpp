@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cstddef>
 
 #include "core.hpp"
+#include "device.hpp"
 #include "energy/profile.hpp"
 #include "gemm_internal.hpp"
 #include "transport.hpp"
@@ -118,6 +120,16 @@ tsr_status prepare(const tsr_gemm_options* opt, tsr_trans ta, tsr_trans tb, doub
       if (dc.rows * dc.cols > 0 && c == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument 'c' is NULL");
       if (overlap(c, extent(dc), a, extent(da))) return fail(TSR_ERR_INVALID_ARG, "argument 'c' overlaps 'a' (C aliases A)");
       if (overlap(c, extent(dc), b, extent(db))) return fail(TSR_ERR_INVALID_ARG, "argument 'c' overlaps 'b' (C aliases B)");
+      // Device operands (issue 17): the local products exist on CUDA
+      // (collectives/cuda/gemm_cuda.hpp) but the engines' panels, packing
+      // and accumulation are host loops: refuse rather than read device
+      // memory on the host.
+      for (const std::pair<const void*, const char*>& x :
+           {std::make_pair(a, "a"), std::make_pair(static_cast<const void*>(b), "b"),
+            std::make_pair(static_cast<const void*>(c), "c")})
+        if (device::space_of(x.first) == device::Space::device)
+          return fail(TSR_ERR_UNSUPPORTED, "argument '%s' is CUDA device memory; tsr_gemm takes host buffers in "
+                      "this version (docs/GEMM.md, \"CUDA\")", x.second);
     }
     Shape s;
     s.m = m;

@@ -13,8 +13,13 @@
 
 #include "context.hpp"
 #include "core.hpp"
+#include "device.hpp"
 #include "optimizer_impl.hpp"
+#include "tessera/tsr_config.h"
 #include "transport.hpp"
+#if TSR_HAVE_CUDA
+#include "opt_device.hpp"
+#endif
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -248,11 +253,22 @@ class Stepper {
     adapt_.resize(ng_);
     for (size_t g = 0; g < ng_; ++g) adapt_[g] = adapts(o_.hyper[g]);
 
+#if TSR_HAVE_CUDA
+    dev_ = o_.on_device ? static_cast<cuda::DeviceState*>(o_.dev.get()) : nullptr;
+    if (dev_) {
+      if (bf16_ && !o_.master_ready) {
+        TSR_TRY(dev_->run.bf16_to_f32(static_cast<const uint16_t*>(params_) + o_.lo, dev_->master_ptr(), o_.local()));
+        o_.master_ready = true;
+        o_.host_stale = true;
+      }
+      bufs_.w = bf16_ ? dev_->master_ptr() : static_cast<float*>(params_);
+    }
+#endif
     if (bf16_ && !o_.master_ready) {
       bf16_to_f32(static_cast<const uint16_t*>(params_) + o_.lo, o_.master.data(), o_.local());
       o_.master_ready = true;
     }
-    bufs_.w = bf16_ ? o_.master.data() : static_cast<float*>(params_);
+    if (!o_.on_device) bufs_.w = bf16_ ? o_.master.data() : static_cast<float*>(params_);
     bufs_.wbase = bf16_ ? o_.lo : 0;
     bufs_.p = bf16_ ? static_cast<uint16_t*>(params_) : nullptr;
 
@@ -272,15 +288,19 @@ class Stepper {
       TSR_TRY(data_parallel_in(norm_first));
     } else {
       if (o_.dist == TSR_OPT_SHARDED) {
-        TSR_TRY(reduce_scatterv(world_, grads_, o_.gslice.data(), o_.counts.data(), o_.type, TSR_SUM));
-        bufs_.g = o_.gslice.data();
+        unsigned char* slice = o_.gslice.data();
+#if TSR_HAVE_CUDA
+        if (dev_) slice = dev_->gslice_ptr();  // the device transport reduces into device memory
+#endif
+        TSR_TRY(reduce_scatterv(world_, grads_, slice, o_.counts.data(), o_.type, TSR_SUM));
+        bufs_.g = slice;
         bufs_.gbase = o_.lo;
       } else {
         bufs_.g = static_cast<const unsigned char*>(grads_);
         bufs_.gbase = 0;
       }
-      if (norm_first) pass_g(0, o_.items.size());
-      else pass_a(0, o_.items.size(), true);
+      if (norm_first) TSR_TRY(pass_g(0, o_.items.size()));
+      else TSR_TRY(pass_a(0, o_.items.size(), true));
     }
     o_.passes = 1;
     gs_ = scale_;
@@ -296,7 +316,7 @@ class Stepper {
       TSR_TRY(clip_from(g2s, 1));
       gs_ = scale_ * o_.clip;
       coefs(gs_);
-      pass_a(0, o_.items.size(), true, false);  // the gradient norm is known: skip plain groups
+      TSR_TRY(pass_a(0, o_.items.size(), true, false));  // the gradient norm is known: skip plain groups
       o_.passes += 1;
     }
 
@@ -326,7 +346,7 @@ class Stepper {
     // update norms at the clipped scale (LARS gets them from the sums).
     if (!norm_first && o_.clip != 1.0 && unorm_) {
       coefs(gs_);
-      pass_a(0, o_.items.size(), false);
+      TSR_TRY(pass_a(0, o_.items.size(), false));
       o_.passes += 1;
       usums_.assign(ng_, 0.0);
       for (size_t i = 0; i < o_.items.size(); ++i) usums_[static_cast<size_t>(o_.items[i].group)] += o_.partial[i].c;
@@ -350,7 +370,7 @@ class Stepper {
   tsr_status apply() {
     // 4. Ratios and pass B.
     ratios(gs_);
-    pass_b();
+    TSR_TRY(pass_b());
     o_.passes += 1;
 
     // 5. Everyone's updated slice to everyone.
@@ -423,7 +443,7 @@ class Stepper {
   // Pass A over items [a, b): all = G^2, w^2 and u^2 (LAMB) or G^2, w^2, G*w
   // (LARS); !all = u^2 only (LAMB, the clipped scale). Groups without
   // adaptation contribute G^2 (read g only) where `plain`, else nothing.
-  void pass_a(size_t a, size_t b, bool all, bool plain = true) {
+  tsr_status pass_a(size_t a, size_t b, bool all, bool plain = true) {
     const bool lamb = lamb_, bf16 = bf16_;
     uint64_t bytes = 0;
     for (size_t i = a; i < b; ++i) {
@@ -437,6 +457,9 @@ class Stepper {
       else bytes += all ? k * (ge + 4) : 0;
     }
     o_.step_bytes += bytes;
+#if TSR_HAVE_CUDA
+    if (dev_) return dev_pass_a(a, b, all, plain);
+#endif
     for_items(o_, a, b, [&](size_t i) {
       const Item& it = o_.items[i];
       const size_t k = it.end - it.begin;
@@ -466,13 +489,17 @@ class Stepper {
         s = bf16 ? lars_norms_bf16(gptr<uint16_t>(bufs_, it.begin), w, k) : lars_norms_f32(gptr<float>(bufs_, it.begin), w, k);
       }
     });
+    return TSR_SUCCESS;
   }
 
   // Pass G over items [a, b): the gradients' sums of squares only.
-  void pass_g(size_t a, size_t b) {
+  tsr_status pass_g(size_t a, size_t b) {
     uint64_t bytes = 0;
     for (size_t i = a; i < b; ++i) bytes += (o_.items[i].end - o_.items[i].begin) * esize_;
     o_.step_bytes += bytes;
+#if TSR_HAVE_CUDA
+    if (dev_) return dev_pass_g(a, b);
+#endif
     const bool bf16 = bf16_;
     for_items(o_, a, b, [&](size_t i) {
       const Item& it = o_.items[i];
@@ -480,6 +507,7 @@ class Stepper {
       o_.partial[i] = {bf16 ? sumsq_bf16(gptr<uint16_t>(bufs_, it.begin), k) : sumsq_f32(gptr<float>(bufs_, it.begin), k),
                        0, 0};
     });
+    return TSR_SUCCESS;
   }
 
   // Data parallel: every bucket's all-reduce starts at once (nonblocking, in
@@ -508,8 +536,12 @@ class Stepper {
         wait_all(world_, reqs.data() + b + 1, nb - b - 1);
         return st;
       }
-      if (norm_first) pass_g(o_.bucket_first[b], o_.bucket_first[b + 1]);
-      else pass_a(o_.bucket_first[b], o_.bucket_first[b + 1], true);
+      if (norm_first) st = pass_g(o_.bucket_first[b], o_.bucket_first[b + 1]);
+      else st = pass_a(o_.bucket_first[b], o_.bucket_first[b + 1], true);
+      if (st != TSR_SUCCESS) {
+        wait_all(world_, reqs.data() + b + 1, nb - b - 1);
+        return st;
+      }
       int done = 0;  // let MPI progress the buckets still in flight
       for (size_t q = b + 1; q < nb && q < b + 3; ++q) test(world_, &reqs[q], &done);
     }
@@ -573,7 +605,7 @@ class Stepper {
     }
   }
 
-  void pass_b() {
+  tsr_status pass_b() {
     const bool lamb = lamb_, bf16 = bf16_;
     uint64_t bytes = 0;
     for (const Item& it : o_.items) {
@@ -583,6 +615,9 @@ class Stepper {
       else bytes += k * (esize_ + 4 + 4 + (bf16 ? 2 : 0));
     }
     o_.step_bytes += bytes;
+#if TSR_HAVE_CUDA
+    if (dev_) return dev_pass_b();
+#endif
     for_items(o_, 0, o_.items.size(), [&](size_t i) {
       const Item& it = o_.items[i];
       const size_t k = it.end - it.begin, g = static_cast<size_t>(it.group);
@@ -598,7 +633,61 @@ class Stepper {
         else lars_update_f32(gptr<float>(bufs_, it.begin), w, m, k, lcoefs_[g]);
       }
     });
+    return TSR_SUCCESS;
   }
+
+#if TSR_HAVE_CUDA
+  // ---- The same passes on the device (optimizers/cuda): one launch over
+  // the items [a, b), each item a task with the operation the CPU loop
+  // above would run; the per-item sums come back into o_.partial.
+  cuda::Task task(const Item& it, int32_t op) const {
+    cuda::Task t{};
+    t.g_off = it.begin - bufs_.gbase;
+    t.w_off = it.begin - bufs_.wbase;
+    t.s_off = it.begin - o_.lo;
+    t.p_off = it.begin;
+    t.n = static_cast<uint32_t>(it.end - it.begin);
+    t.group = it.group;
+    t.op = op;
+    return t;
+  }
+
+  tsr_status dev_pass_a(size_t a, size_t b, bool all, bool plain) {
+    std::vector<cuda::Task> tasks;
+    tasks.reserve(b - a);
+    for (size_t i = a; i < b; ++i) {
+      const Item& it = o_.items[i];
+      const size_t g = static_cast<size_t>(it.group);
+      int32_t op;
+      if (!adapt_[g]) op = all && plain ? cuda::kSumsq : cuda::kNone;
+      else if (lamb_) op = all ? cuda::kLambNorms : cuda::kLambUnorm;
+      else if (popular_[g]) op = cuda::kLarsUnorm;
+      else op = all ? cuda::kLarsNorms : cuda::kNone;
+      tasks.push_back(task(it, op));
+    }
+    return dev_->run.pass_a(tasks, bufs_.g, bf16_, bufs_.w, dev_->m_ptr(), dev_->v_ptr(), lcoef_.data(),
+                            lamb_ ? nullptr : pcoef_.data(), ng_, o_.partial.data() + a);
+  }
+
+  tsr_status dev_pass_g(size_t a, size_t b) {
+    std::vector<cuda::Task> tasks;
+    tasks.reserve(b - a);
+    for (size_t i = a; i < b; ++i) tasks.push_back(task(o_.items[i], cuda::kSumsq));
+    return dev_->run.pass_a(tasks, bufs_.g, bf16_, bufs_.w, dev_->m_ptr(), dev_->v_ptr(), nullptr, nullptr, ng_,
+                            o_.partial.data() + a);
+  }
+
+  tsr_status dev_pass_b() {
+    std::vector<cuda::Task> tasks;
+    tasks.reserve(o_.items.size());
+    for (const Item& it : o_.items) tasks.push_back(task(it, lamb_ ? cuda::kLambUpdate : cuda::kLarsUpdate));
+    TSR_TRY(dev_->run.pass_b(tasks, bufs_.g, bf16_, bufs_.w, dev_->m_ptr(), dev_->v_ptr(), bufs_.p,
+                             lamb_ ? lcoef_.data() : nullptr, lamb_ ? kfac_.data() : nullptr,
+                             lamb_ ? nullptr : lcoefs_.data(), ng_));
+    o_.host_stale = true;
+    return TSR_SUCCESS;
+  }
+#endif
 
   tsr_optimizer_s& o_;
   const Comm& world_;
@@ -617,6 +706,9 @@ class Stepper {
   bool unorm_ = false;         // some group's ratio needs the update norm (LAMB, popular LARS)
   std::vector<float> kfac_;
   std::vector<double> sums_, usums_;
+#if TSR_HAVE_CUDA
+  cuda::DeviceState* dev_ = nullptr;  // the state on the device (device steps)
+#endif
 };
 
 // Local checks of a step, the learning rates, and the digest every rank must share.
@@ -667,6 +759,31 @@ tsr_status prepare_step(tsr_optimizer_s& o, const void* params, const void* grad
   return TSR_SUCCESS;
 }
 
+// Where this step's buffers live (issue 17): both host memory (the CPU
+// kernels; a device state left by earlier steps is copied back first), or
+// both memory of the device the context is bound to (the CUDA kernels on the
+// context's stream, with the state moved to the device at the first such
+// step). Sets o.on_device.
+tsr_status device_mode(tsr_optimizer_s& o, const void* params, const void* grads) {
+  o.on_device = false;
+  device::Space sp = device::Space::host, sg = device::Space::host;
+  TSR_TRY(device::check_buffer(o.ctx, params, "params", &sp));
+  TSR_TRY(device::check_buffer(o.ctx, grads, "grads", &sg));
+  if (o.n > 0 && sp != sg)
+    return fail(TSR_ERR_INVALID_ARG, "argument 'params' is %s memory but 'grads' is %s memory; expected both on the "
+                "host or both on the context's CUDA device", sp == device::Space::device ? "device" : "host",
+                sg == device::Space::device ? "device" : "host");
+#if TSR_HAVE_CUDA
+  if (sp == device::Space::device && o.n > 0) {
+    TSR_TRY(cuda::enter(o));
+    o.on_device = true;
+    return TSR_SUCCESS;
+  }
+  if (o.dev) TSR_TRY(cuda::leave(o));  // back to host buffers: the state follows
+#endif
+  return TSR_SUCCESS;
+}
+
 tsr_status step(tsr_optimizer opt, void* params, void* grads, size_t count) {
   TSR_TRY(check_optimizer(opt));
   tsr_optimizer_s& o = *opt;
@@ -676,6 +793,7 @@ tsr_status step(tsr_optimizer opt, void* params, void* grads, size_t count) {
   std::vector<double> lr_before = o.lr;
   const double clip_before = o.clip, norm_before = o.grad_norm;
   tsr_status local = prepare_step(o, params, grads, count, t, &same);
+  if (local == TSR_SUCCESS) local = device_mode(o, params, grads);
   Stepper s(o, params, grads, t);
   // Replicated steps decide locally whether the norms are finite (nothing is
   // reduced): decide before the agreement, so that a non-finite value on one
@@ -773,6 +891,9 @@ tsr_status get_state(tsr_optimizer opt, tsr_opt_state which, float* out, size_t 
   if (count != o.local())
     return fail(TSR_ERR_SHAPE, "argument 'count' = %zu; this rank holds %zu elements of state", count, o.local());
   if (count > 0) TSR_CHECK_NOT_NULL(out);
+#if TSR_HAVE_CUDA
+  TSR_TRY(cuda::sync_host(*opt));  // the device's state, if newer
+#endif
   if (which == TSR_OPT_STATE_MASTER && !o.master_ready) {
     std::fill(out, out + count, 0.0f);  // not initialised before the first step
     return TSR_SUCCESS;

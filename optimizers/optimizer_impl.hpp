@@ -122,6 +122,14 @@ struct tsr_optimizer_s {
   tsr::opt::Buffer<unsigned char> gslice;
   bool master_ready = false;
   std::vector<tsr::opt::Sums> partial;  // per item
+  // CUDA (issue 17): the state on the device while steps take device
+  // buffers (optimizers/cuda/opt_device.hpp; null until the first device
+  // step, and in builds without CUDA). While `host_stale`, m, v and master
+  // above are older than the device's copies (get_state and saving copy
+  // them back first).
+  std::shared_ptr<void> dev;
+  bool host_stale = false;
+  bool on_device = false;  // this step's buffers are device memory
 
   // Counters and what the last step did.
   int64_t step = 0, skipped = 0;

@@ -27,6 +27,10 @@
 #include "io.hpp"
 #include "optimizer_impl.hpp"
 #include "state_io.hpp"
+#include "tessera/tsr_config.h"
+#if TSR_HAVE_CUDA
+#include "opt_device.hpp"
+#endif
 
 namespace tsr {
 namespace opt {
@@ -111,6 +115,9 @@ tsr_status state_blocks(tsr_optimizer opt, const std::string& prefix, StateParts
                         Attrs* attrs) {
   TSR_TRY(check_optimizer(opt));
   tsr_optimizer_s& o = *opt;
+#if TSR_HAVE_CUDA
+  TSR_TRY(cuda::sync_host(o));  // the state of device steps (issue 17)
+#endif
   const size_t L = o.ngroups();
   const bool root = o.rank == 0;
   std::vector<int64_t>& sizes = keep->sizes;
@@ -250,6 +257,10 @@ tsr_status state_restore(tsr_optimizer opt, const std::string& path, const std::
     big.push_back(block1(P + ar.name, TSR_FLOAT32, o.n, o.lo, o.local(), ar.buf->data()));
   TSR_TRY(io::read(world, path, big, nullptr));
 
+#if TSR_HAVE_CUDA
+  o.dev.reset();  // the loaded state goes to the device at the next device step
+  o.host_stale = false;
+#endif
   o.hyper = values;
   o.hyper_dirty = true;
   o.step = step;
