@@ -434,7 +434,12 @@ def main():
         pkg.spec, pkg.run_tests = spec, False
         pkg.prefix = Prefix(os.path.abspath(a.run_tests))
         failed = 0
-        os.chdir(tempfile.mkdtemp(prefix="tsr-spack-test-"))
+        import atexit
+        import shutil
+        work = tempfile.mkdtemp(prefix="tsr-spack-test-")
+        atexit.register(shutil.rmtree, mpi_prefix, True)
+        atexit.register(shutil.rmtree, work, True)
+        os.chdir(work)
         for name in sorted(n for n in dir(cls) if n.startswith("test_")):
             doc = (getattr(cls, name).__doc__ or "").strip()
             try:

@@ -210,9 +210,14 @@ class Tessera(CMakePackage, CudaPackage):
         assert "tessera_check: PASSED" in out, out
 
     def test_study(self):
-        """list the named studies of the installed tessera-study and plan the quick one"""
+        """+benchmarks: the bench programs are installed; tessera-study lists its studies and plans the quick one"""
         if not self.spec.satisfies("+benchmarks"):
             raise SkipTest("tessera-study is installed with +benchmarks")
+        libexec = join_path(self.prefix, "libexec", "tessera")
+        for prog in ("bench_gemm", "bench_attention", "bench_optimizer", "bench_energy_gemm",
+                     "bench_plan_energy", "bench_plan_objectives", "bench_transport", "bench_ledger",
+                     "bench_sgemm", "bench_pmpi", "bench_checkpoint"):
+            assert os.access(join_path(libexec, prog), os.X_OK), f"{prog} is not installed in {libexec}"
         study = which(self.prefix.bin.join("tessera-study"), required=True)
         out = study("list", output=str, error=str)
         assert "quick" in out, out
