@@ -273,7 +273,8 @@ def cmake_options():
     files = [os.path.join(REPO, "CMakeLists.txt")]
     for root, dirs, names in os.walk(REPO):
         rel = os.path.relpath(root, REPO)
-        if rel.startswith(("build", ".git", "spack")) or "/consumer" in rel or rel.endswith("consumer"):
+        if (rel.startswith(("build", ".git", "spack")) or "CMakeCache.txt" in names or "CMakeFiles" in rel
+                or "/consumer" in rel or rel.endswith("consumer")):
             dirs[:] = []
             continue
         files += [os.path.join(root, n) for n in names
