@@ -250,14 +250,15 @@ def bool_variants():
     return [(n, d, w) for (n, d, w, vals) in REC.variants if isinstance(d, bool)]
 
 
-def make_spec(choice):
+def make_spec(choice, explicit=None):
     """A spec from {variant: bool}, dropping variants whose when= fails;
-    None if a conflict or a dropped-but-chosen-True variant rules it out."""
+    None if a conflict, or a variant set True (of those in explicit, if
+    given) whose condition fails, rules it out."""
     vs = dict(choice)
     vs["cuda_arch"] = ("90",) if vs.get("cuda") else ("none",)
     for (name, default, when, values) in REC.variants:
         if when and name in vs and not Spec(vs).satisfies(when):
-            if vs[name] is True and name != "cuda_arch":
+            if vs[name] is True and name != "cuda_arch" and (explicit is None or name in explicit):
                 return None
             del vs[name]
     spec = Spec(vs)
@@ -397,11 +398,13 @@ def run_checks():
 def spec_from_text(text):
     cls, _ = load_recipe()
     choice = {n: d for (n, d, w) in bool_variants()}
+    explicit = set()
     for tok in re.findall(r"[+~][\w-]+", text or ""):
         if tok[1:] not in choice:
             sys.exit("unknown variant %s" % tok[1:])
         choice[tok[1:]] = tok[0] == "+"
-    spec = make_spec(choice)
+        explicit.add(tok[1:])
+    spec = make_spec(choice, explicit)
     if spec is None:
         sys.exit("%r: a conflict or a variant whose condition fails" % text)
     return cls, spec

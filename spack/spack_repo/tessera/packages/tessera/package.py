@@ -54,6 +54,7 @@ class Tessera(CMakePackage, CudaPackage):
     variant(
         "fortran",
         default=True,
+        when="~smpi",
         description="Fortran compiler: the Fortran module and the PMPI tool's Fortran tests",
     )
     variant(
@@ -102,8 +103,8 @@ class Tessera(CMakePackage, CudaPackage):
         depends_on(f"nccl cuda_arch={_arch}", when=f"+nccl cuda_arch={_arch}")
 
     # SMPI runs every rank in one process: no threads per rank, no parallel
-    # HDF5 or ScaLAPACK (built for a real MPI; those variants exist only
-    # with ~smpi), no GPUs; a shared libtessera's globals would be shared by
+    # HDF5, ScaLAPACK or Fortran module (built for a real MPI; those variants
+    # exist only with ~smpi), no GPUs; a shared libtessera's globals would be shared by
     # all simulated ranks.
     conflicts("+cuda", when="+smpi", msg="SMPI does not simulate GPUs")
     conflicts("+shared", when="+smpi", msg="SMPI builds link libtessera statically: use ~shared")
