@@ -44,7 +44,7 @@ REPO_YAML = os.path.join(HERE, "spack_repo", "tessera", "repo.yaml")
 # CMake options without a variant, and why.
 EXCLUDED = {
     "TSR_BUILD_TESTS": "set from Spack's --test (self.run_tests), not a variant",
-    "TSR_BUILD_APPS": "always ON (OFF only with +smpi): bin/tessera_demo and bin/tessera_check are what "
+    "TSR_BUILD_APPS": "always ON: bin/tessera_demo and bin/tessera_check are what "
     "`spack test run` runs",
     "TSR_WERROR": "developer option (warnings as errors), wrong for a packager's compiler flags",
     "TSR_FUZZ": "developer option (clang + libFuzzer instrumentation of everything)",
@@ -54,7 +54,7 @@ EXCLUDED = {
 # CMake itself, of FindMPI/FindHDF5/FindPython3, or cache variables the tree
 # reads through find_program/find_library.
 KNOWN_INPUTS = {
-    "CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER", "CMAKE_CUDA_ARCHITECTURES",
+    "CMAKE_CUDA_ARCHITECTURES",
     "MPI_C_COMPILER", "MPI_CXX_COMPILER", "MPI_Fortran_COMPILER", "MPIEXEC_EXECUTABLE",
     "HDF5_ROOT", "TSR_SCALAPACK_LIBRARY", "Python3_EXECUTABLE",
     "TSR_PYTHON3", "TSR_STUDY_PYTHON3", "TSR_BENCH_PYTHON3",

@@ -36,12 +36,11 @@ class Tessera(CMakePackage, CudaPackage):
     # One variant per CMake option (spack/check_recipe.py checks the mapping;
     # the options without a variant are listed there with the reason).
     variant("shared", default=True, description="Build libtessera as a shared library")
-    variant("hdf5", default=True, when="~smpi", description="Parallel HDF5 for files (else the MPI-IO binary format)")
-    variant("openmp", default=True, when="~smpi", description="OpenMP threads in the optimizer kernels")
+    variant("hdf5", default=True, description="Parallel HDF5 for files (else the MPI-IO binary format)")
+    variant("openmp", default=True, description="OpenMP threads in the optimizer kernels")
     variant(
         "scalapack",
         default=False,
-        when="~smpi",
         description="ScaLAPACK as the reference pdgemm of the GEMM tests and bench_gemm "
         "(libtessera does not link it)",
     )
@@ -54,13 +53,7 @@ class Tessera(CMakePackage, CudaPackage):
     variant(
         "fortran",
         default=True,
-        when="~smpi",
         description="Fortran compiler: the Fortran module and the PMPI tool's Fortran tests",
-    )
-    variant(
-        "smpi",
-        default=False,
-        description="Build for SimGrid's SMPI (simulated MPI; libtessera static, no tests)",
     )
     variant("nccl", default=False, when="+cuda", description="NCCL transport backend")
 
@@ -72,8 +65,11 @@ class Tessera(CMakePackage, CudaPackage):
     depends_on("cmake@3.20:", type="build")
     depends_on("pkgconfig", type="build")
 
-    depends_on("mpi@3:", when="~smpi")
-    depends_on("simgrid+smpi", when="+smpi")
+    depends_on("mpi@3:")
+    # No smpi variant (SimGrid's SMPI, `depends_on("simgrid+smpi")`) yet: with
+    # smpicc/smpicxx the PMPI tool (lib/pmpi) and bench_attention do not
+    # compile against SimGrid 3.32's mpi.h, and CI's SMPI build makes only
+    # bench_gemm. Add the variant once the whole tree builds under SMPI.
     depends_on("blas")
     # Energy profiles and JSON reports (header-only, used privately).
     depends_on("nlohmann-json@3.2:", type="build")
@@ -102,13 +98,6 @@ class Tessera(CMakePackage, CudaPackage):
     for _arch in CudaPackage.cuda_arch_values:
         depends_on(f"nccl cuda_arch={_arch}", when=f"+nccl cuda_arch={_arch}")
 
-    # SMPI runs every rank in one process: no threads per rank, no parallel
-    # HDF5, ScaLAPACK or Fortran module (built for a real MPI; those variants
-    # exist only with ~smpi), no GPUs; a shared libtessera's globals would be shared by
-    # all simulated ranks.
-    conflicts("+cuda", when="+smpi", msg="SMPI does not simulate GPUs")
-    conflicts("+shared", when="+smpi", msg="SMPI builds link libtessera statically: use ~shared")
-
     def cmake_args(self):
         spec = self.spec
 
@@ -126,27 +115,19 @@ class Tessera(CMakePackage, CudaPackage):
             on_off("TSR_WITH_NCCL", "nccl"),
             on_off("TSR_WITH_FORTRAN", "fortran"),
             on_off("TSR_BUILD_BENCHMARKS", "benchmarks"),
-            self.define("TSR_BUILD_TESTS", bool(self.run_tests) and spec.satisfies("~smpi")),
-            self.define("TSR_BUILD_APPS", spec.satisfies("~smpi")),
+            self.define("TSR_BUILD_TESTS", bool(self.run_tests)),
+            self.define("TSR_BUILD_APPS", True),
         ]
-        if spec.satisfies("+smpi"):
-            simgrid = spec["simgrid"].prefix.bin
-            args += [
-                self.define("CMAKE_C_COMPILER", join_path(simgrid, "smpicc")),
-                self.define("CMAKE_CXX_COMPILER", join_path(simgrid, "smpicxx")),
-                self.define("MPIEXEC_EXECUTABLE", join_path(simgrid, "smpirun")),
-            ]
-        else:
-            # The same MPI for C, C++, Fortran and the launcher (FindMPI
-            # mixes MPIs otherwise).
-            mpi = spec["mpi"]
-            args += [
-                self.define("MPI_C_COMPILER", mpi.mpicc),
-                self.define("MPI_CXX_COMPILER", mpi.mpicxx),
-                self.define("MPIEXEC_EXECUTABLE", join_path(mpi.prefix.bin, "mpiexec")),
-            ]
-            if spec.satisfies("+fortran"):
-                args.append(self.define("MPI_Fortran_COMPILER", mpi.mpifc))
+        # The same MPI for C, C++, Fortran and the launcher (FindMPI mixes
+        # MPIs otherwise).
+        mpi = spec["mpi"]
+        args += [
+            self.define("MPI_C_COMPILER", mpi.mpicc),
+            self.define("MPI_CXX_COMPILER", mpi.mpicxx),
+            self.define("MPIEXEC_EXECUTABLE", join_path(mpi.prefix.bin, "mpiexec")),
+        ]
+        if spec.satisfies("+fortran"):
+            args.append(self.define("MPI_Fortran_COMPILER", mpi.mpifc))
         if spec.satisfies("+hdf5"):
             args.append(self.define("HDF5_ROOT", spec["hdf5"].prefix))
         if spec.satisfies("+scalapack"):
@@ -155,7 +136,7 @@ class Tessera(CMakePackage, CudaPackage):
             archs = spec.variants["cuda_arch"].value
             if "none" not in archs:
                 args.append(self.define("CMAKE_CUDA_ARCHITECTURES", ";".join(archs)))
-        if self.run_tests and spec.satisfies("~smpi"):
+        if self.run_tests:
             # Spack's python for the Python tests (the CMake code prefers
             # /usr/bin/python3 otherwise, which may lack h5py).
             python = spec["python"].command.path
@@ -180,8 +161,6 @@ class Tessera(CMakePackage, CudaPackage):
     # ---------------------------------------------------------- spack test run
     def _mpiexec(self):
         """The MPI's launcher, allowed to start as root and to oversubscribe."""
-        if self.spec.satisfies("+smpi"):
-            raise SkipTest("SMPI builds install no test programs")
         if os.geteuid() == 0:
             os.environ["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
             os.environ["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
