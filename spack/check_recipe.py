@@ -433,6 +433,12 @@ def main():
         mpi_prefix = tempfile.mkdtemp(prefix="tsr-spack-mpi-")
         os.makedirs(os.path.join(mpi_prefix, "bin"))
         os.symlink(os.path.abspath(mpiexec), os.path.join(mpi_prefix, "bin", "mpiexec"))
+        # MPICH's Hydra starts hydra_pmi_proxy from its own directory.
+        for d in (os.path.dirname(os.path.abspath(mpiexec)), os.path.dirname(os.path.realpath(mpiexec))):
+            proxy = os.path.join(d, "hydra_pmi_proxy")
+            link = os.path.join(mpi_prefix, "bin", "hydra_pmi_proxy")
+            if os.path.exists(proxy) and not os.path.exists(link):
+                os.symlink(proxy, link)
         spec.deps["mpi"] = Dep("mpi", mpi_prefix)
         pkg = cls.__new__(cls)
         pkg.spec, pkg.run_tests = spec, False
