@@ -140,8 +140,10 @@ class Tessera(CMakePackage, CudaPackage):
             # Spack's python for the Python tests (the CMake code prefers
             # /usr/bin/python3 otherwise, which may lack h5py).
             python = spec["python"].command.path
-            for var in ("Python3_EXECUTABLE", "TSR_PYTHON3", "TSR_STUDY_PYTHON3", "TSR_BENCH_PYTHON3"):
+            for var in ("Python3_EXECUTABLE", "TSR_PYTHON3", "TSR_STUDY_PYTHON3"):
                 args.append(self.define(var, python))
+            if spec.satisfies("+benchmarks"):  # read in benchmarks/ only
+                args.append(self.define("TSR_BENCH_PYTHON3", python))
         return args
 
     def setup_build_environment(self, env):
