@@ -61,7 +61,7 @@ KNOWN_INPUTS = {
 }
 # Options another branch adds (issue 18, the Fortran module): the recipe
 # passes them already. Remove a name here once the option is in the tree.
-PENDING_OPTIONS = {"TSR_WITH_FORTRAN": "ON/OFF"}
+PENDING_OPTIONS = {}
 
 # Packages of Spack's builtin repository the recipe uses, with the variants
 # the recipe asks of them ("virtual": a virtual package, provided by others).
