@@ -56,7 +56,19 @@ void psgemm_(const char*, const char*, const int*, const int*, const int*, const
 
 namespace {
 
-int g_rank = 0, g_size = 1;
+// No mutable globals: SimGrid SMPI without privatisation (smpirun
+// -no-privatize, the cheapest at thousands of simulated ranks) runs every
+// rank in one address space, where they would be shared.
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
 
 double val(int id, int64_t i, int64_t j) {
   uint64_t h = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(id + 1) ^ (static_cast<uint64_t>(i) * 0xbf58476d1ce4e5b9ull) ^
@@ -68,7 +80,7 @@ double val(int id, int64_t i, int64_t j) {
 }
 
 void die(const std::string& msg) {
-  std::fprintf(stderr, "bench_gemm (rank %d): %s\n", g_rank, msg.c_str());
+  std::fprintf(stderr, "bench_gemm (rank %d): %s\n", world_rank(), msg.c_str());
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 void ok(tsr_status st, tsr_context ctx, const char* what) {
@@ -199,7 +211,7 @@ struct Bench {
     pr.n = o.n;
     pr.k = o.k;
     pr.elem_size = sizeof(T);
-    pr.nranks = g_size;
+    pr.nranks = world_size();
     pr.algo = algo;
     pr.allow_idle = algo == TSR_GEMM_AUTO ? 1 : 0;
     pr.machine = machine;
@@ -213,7 +225,7 @@ struct Bench {
     if (cube != 0) {
       if (cube < 0) {
         v->row.available = false;
-        v->row.why = std::to_string(g_size) + " ranks are not a cube";
+        v->row.why = std::to_string(world_size()) + " ranks are not a cube";
         vars.push_back(std::move(v));
         return;
       }
@@ -223,7 +235,7 @@ struct Bench {
         plan->dims[x] = cube;
         plan->roles[x] = cube > 1 ? x : -1;
       }
-      plan->nranks = g_size;
+      plan->nranks = world_size();
       plan->idle_ranks = 0;
       ok(tsr_gemm_layouts(TSR_GEMM_3D, TSR_NOTRANS, TSR_NOTRANS, plan->roles, plan->layouts), nullptr,
          "tsr_gemm_layouts");
@@ -267,12 +279,12 @@ struct Bench {
     v->row.name = "local GEMM, 1 rank";
     v->row.detail = "cblas, rank 0 alone";
     auto mem = std::make_shared<std::vector<T>>();
-    if (g_rank == 0)
+    if (world_rank() == 0)
       mem->assign(static_cast<size_t>(o.m * o.k + o.k * o.n + o.m * o.n), T(0.5));
     keep.push_back(mem);
     const Opts oo = o;
     v->run = [mem, oo]() {
-      if (g_rank != 0) return;
+      if (world_rank() != 0) return;
       T* a = mem->data();
       T* b = a + oo.m * oo.k;
       T* c = b + oo.k * oo.n;
@@ -298,7 +310,7 @@ struct Bench {
     if (blacs) return blacs;
     blacs = std::make_shared<Blacs>();
     int d[3] = {0, 0, 0};
-    tsr_grid_dims_create(TSR_GRID_2D, g_size, 0, d, nullptr);
+    tsr_grid_dims_create(TSR_GRID_2D, world_size(), 0, d, nullptr);
     Cblacs_get(-1, 0, &blacs->ctxt);
     Cblacs_gridinit(&blacs->ctxt, "Row", d[0], d[1]);
     Cblacs_gridinfo(blacs->ctxt, &blacs->nprow, &blacs->npcol, &blacs->myrow, &blacs->mycol);
@@ -403,15 +415,15 @@ struct Bench {
     auto v = std::make_unique<Variant>();
     v->row.name = "COSMA native";
     auto strategy = std::make_shared<cosma::Strategy>(static_cast<int>(o.m), static_cast<int>(o.n),
-                                                      static_cast<int>(o.k), static_cast<size_t>(g_size));
+                                                      static_cast<int>(o.k), static_cast<size_t>(world_size()));
     std::ostringstream s;
     s << "divisions";
     for (size_t i = 0; i < strategy->divisors.size(); ++i)
       s << " " << strategy->split_dimension[i] << strategy->divisors[i];
     v->row.detail = s.str();
-    auto a = std::make_shared<cosma::CosmaMatrix<T>>('A', *strategy, g_rank);
-    auto b = std::make_shared<cosma::CosmaMatrix<T>>('B', *strategy, g_rank);
-    auto c = std::make_shared<cosma::CosmaMatrix<T>>('C', *strategy, g_rank);
+    auto a = std::make_shared<cosma::CosmaMatrix<T>>('A', *strategy, world_rank());
+    auto b = std::make_shared<cosma::CosmaMatrix<T>>('B', *strategy, world_rank());
+    auto c = std::make_shared<cosma::CosmaMatrix<T>>('C', *strategy, world_rank());
     keep.insert(keep.end(), {strategy, a, b, c});
     for (auto* M : {a.get(), b.get()}) {
       const int id = M == a.get() ? 1 : 2;
@@ -470,8 +482,8 @@ struct Bench {
     if (o.want("3d")) add_tessera("tessera 3D", TSR_GEMM_3D);
     if (o.want("3d-cube")) {
       int q = 1;
-      while ((q + 1) * (q + 1) * (q + 1) <= g_size) ++q;
-      add_tessera("tessera 3D on the cube", TSR_GEMM_3D, q * q * q == g_size ? q : -1);
+      while ((q + 1) * (q + 1) * (q + 1) <= world_size()) ++q;
+      add_tessera("tessera 3D on the cube", TSR_GEMM_3D, q * q * q == world_size() ? q : -1);
     }
 #if TSR_BENCH_SCALAPACK
     for (int nb : o.nbs) {
@@ -530,13 +542,13 @@ struct Bench {
   }
 
   void report() {
-    if (g_rank != 0) return;
+    if (world_rank() != 0) return;
     double lb = 0;
-    tsr_gemm_lower_bound(o.m, o.n, o.k, sizeof(T), g_size, &lb);
+    tsr_gemm_lower_bound(o.m, o.n, o.k, sizeof(T), world_size(), &lb);
     const double flops = 2.0 * static_cast<double>(o.m) * static_cast<double>(o.n) * static_cast<double>(o.k);
     std::printf("\ntessera bench_gemm: %lld x %lld x %lld %s on %d ranks, %d repetitions (median of the slowest rank)\n",
                 static_cast<long long>(o.m), static_cast<long long>(o.n), static_cast<long long>(o.k),
-                sizeof(T) == 8 ? "double" : "float", g_size, o.reps);
+                sizeof(T) == 8 ? "double" : "float", world_size(), o.reps);
     std::printf("machine: alpha %.3g s, beta %.3g s/B, gamma %.3g s/flop (%s); lower bound %.4g bytes per rank\n",
                 machine.alpha, machine.beta, machine.gamma, o.measure ? "measured" : "defaults", lb);
     std::printf("%-26s %-24s %10s %10s %9s %12s %8s %8s %9s\n", "variant", "grid", "time s", "best s", "GFLOP/s",
@@ -584,8 +596,8 @@ struct Bench {
           std::printf("tessera plan / %s (%s): %.3fx its speed\n", v->row.name.c_str(), v->row.detail.c_str(),
                       median(v->row.times) / tp);
       if (serial)
-        std::printf("tessera plan on %d ranks: %.1f%% of %d x the single-rank GEMM rate\n", g_size,
-                    100.0 * (median(serial->times) / tp) / g_size, g_size);
+        std::printf("tessera plan on %d ranks: %.1f%% of %d x the single-rank GEMM rate\n", world_size(),
+                    100.0 * (median(serial->times) / tp) / world_size(), world_size());
     }
     if (!o.csv.empty()) {
       FILE* f = std::fopen(o.csv.c_str(), "w");
@@ -598,7 +610,7 @@ struct Bench {
         const double t = median(r.times), best = *std::min_element(r.times.begin(), r.times.end());
         std::fprintf(f, "\"%s\",\"%s\",%lld,%lld,%lld,%s,%d,%.6f,%.6f,%.3f,%.0f,%.0f,%.4f,%.3e\n", r.name.c_str(),
                      r.detail.c_str(), static_cast<long long>(o.m), static_cast<long long>(o.n),
-                     static_cast<long long>(o.k), sizeof(T) == 8 ? "double" : "float", g_size, t, best,
+                     static_cast<long long>(o.k), sizeof(T) == 8 ? "double" : "float", world_size(), t, best,
                      flops / t * 1e-9, r.bytes, r.msgs, r.bytes >= 0 && lb > 0 ? r.bytes / lb : -1.0, r.error);
       }
       std::fclose(f);
@@ -608,7 +620,7 @@ struct Bench {
       if (!f) die("cannot write " + o.json);
       std::fprintf(f, "{\n  \"m\": %lld, \"n\": %lld, \"k\": %lld, \"type\": \"%s\", \"ranks\": %d, \"reps\": %d,\n",
                    static_cast<long long>(o.m), static_cast<long long>(o.n), static_cast<long long>(o.k),
-                   sizeof(T) == 8 ? "double" : "float", g_size, o.reps);
+                   sizeof(T) == 8 ? "double" : "float", world_size(), o.reps);
       std::fprintf(f, "  \"machine\": {\"alpha\": %.6g, \"beta\": %.6g, \"gamma\": %.6g},\n", machine.alpha,
                    machine.beta, machine.gamma);
       std::fprintf(f, "  \"lower_bound_bytes\": %.0f,\n  \"variants\": [\n", lb);
@@ -653,8 +665,6 @@ void run(const Opts& o) {
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   Opts o;
   bool square = true;
   int plan_ranks = 0;
@@ -680,7 +690,7 @@ int main(int argc, char** argv) {
   if (square) o.m = o.k = o.n;
   if (plan_ranks > 0) {
     // --plan-only R: the planner's choice per algorithm for R ranks (no run).
-    if (g_rank == 0) {
+    if (world_rank() == 0) {
       const tsr_gemm_algo algos[] = {TSR_GEMM_AUTO, TSR_GEMM_1D, TSR_GEMM_2D, TSR_GEMM_2P5D, TSR_GEMM_3D};
       for (tsr_gemm_algo a : algos) {
         tsr_gemm_problem pr = TSR_GEMM_PROBLEM_INIT;

@@ -293,9 +293,32 @@ Range role_range(int64_t n, const Dims& dims, int role, const Dims& c) {
 }  // namespace
 
 namespace {
-std::vector<Op> raw_schedule(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape& s, const Layout& a,
-                             const Layout& b, const Layout& c, int64_t panel, const Dims& co) {
+// Buffers reused across the ranks of one candidate (energy() and evaluate()
+// cost every rank, or the corners, of the same grid): the k-panels, which
+// depend only on k, the grid and the width, and the vectors of one rank's
+// schedule and wire model, which keep their capacity.
+struct Scratch {
+  std::vector<Panel> panels;
+  int64_t k = -1, width = -1;
+  int pm = -1, pn = -1;
   std::vector<Op> ops;
+  WireModel wm;
+  const std::vector<Panel>& panels_of(int64_t kk, int m, int n, int64_t w) {
+    if (kk != k || m != pm || n != pn || w != width) {
+      panels = tsr::gemm::panels(kk, m, n, w);
+      k = kk;
+      pm = m;
+      pn = n;
+      width = w;
+    }
+    return panels;
+  }
+};
+
+// The schedule of a rank into ops (cleared first), with every op kept.
+void raw_schedule(std::vector<Op>& ops, tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape& s,
+                  const Layout& a, const Layout& b, const Layout& c, int64_t panel, const Dims& co, Scratch& sc) {
+  ops.clear();
   const int64_t ar = s.ta ? s.k : s.m, ac = s.ta ? s.m : s.k;  // stored A
   const int64_t br = s.tb ? s.n : s.k, bc = s.tb ? s.k : s.n;  // stored B
   const Range mr = role_range(s.m, dims, r.m, co), nr = role_range(s.n, dims, r.n, co);
@@ -310,7 +333,7 @@ std::vector<Op> raw_schedule(tsr_gemm_algo algo, const Dims& dims, const Roles& 
       else
         ops.push_back(Op{OpKind::allreduce, r.k, static_cast<uint64_t>(mr.len * nr.len * s.w)});
     }
-    return ops;
+    return;
   }
   const int d = r.k;
   if (d >= 0 && a.uses(d))
@@ -319,7 +342,7 @@ std::vector<Op> raw_schedule(tsr_gemm_algo algo, const Dims& dims, const Roles& 
     ops.push_back(along(OpKind::allgatherv, b, br, bc, co, d, dims[static_cast<size_t>(d)], s.w));
   const int pm = r.m >= 0 ? dims[static_cast<size_t>(r.m)] : 1, pn = r.n >= 0 ? dims[static_cast<size_t>(r.n)] : 1;
   const int pd = d >= 0 ? dims[static_cast<size_t>(d)] : 1, l = d >= 0 ? co[static_cast<size_t>(d)] : 0;
-  const std::vector<Panel> all = panels(s.k, pm, pn, panel);
+  const std::vector<Panel>& all = sc.panels_of(s.k, pm, pn, panel);
   const Range mine = layer_panels(all.size(), pd, l);
   for (int64_t t = mine.off; t < mine.end(); ++t) {
     const Panel& p = all[static_cast<size_t>(t)];
@@ -340,25 +363,32 @@ std::vector<Op> raw_schedule(tsr_gemm_algo algo, const Dims& dims, const Roles& 
     else
       ops.push_back(Op{OpKind::allreduce, d, static_cast<uint64_t>(mr.len * nr.len * s.w)});
   }
-  return ops;
 }
 }  // namespace
 
 std::vector<Op> schedule(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape& s, const Layout& a,
                          const Layout& b, const Layout& c, int64_t panel, const Dims& co) {
   // Collectives that move nothing on every member are skipped.
-  std::vector<Op> ops = raw_schedule(algo, dims, r, s, a, b, c, panel, co);
+  Scratch sc;
+  raw_schedule(sc.ops, algo, dims, r, s, a, b, c, panel, co, sc);
   std::vector<Op> out;
-  for (Op& op : ops)
+  for (Op& op : sc.ops)
     if (op.total > 0) out.push_back(op);
   return out;
 }
 
-Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape& s, const Layout& a, const Layout& b,
-               const Layout& c, int64_t panel, const Dims& co) {
-  Cost out;
-  const std::vector<Op> ops = schedule(algo, dims, r, s, a, b, c, panel, co);
-  for (const Op& op : ops) {
+namespace {
+// rank_cost into out (reset first; its edge vector keeps its capacity), with
+// sc's buffers: no allocation once they have grown.
+void rank_cost_into(Cost& out, tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape& s, const Layout& a,
+                    const Layout& b, const Layout& c, int64_t panel, const Dims& co, Scratch& sc) {
+  std::vector<Cost::Edge> edges = std::move(out.recv_edges);
+  edges.clear();
+  out = Cost();
+  out.recv_edges = std::move(edges);
+  raw_schedule(sc.ops, algo, dims, r, s, a, b, c, panel, co, sc);
+  for (const Op& op : sc.ops) {
+    if (op.total == 0) continue;  // as schedule(): moves nothing on every member
     const int p = dims[static_cast<size_t>(op.dim)], me = co[static_cast<size_t>(op.dim)];
     const uint64_t ring = static_cast<uint64_t>(p - 1);
     switch (op.kind) {
@@ -385,7 +415,8 @@ Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape
       case OpKind::allreduce: {
         out.payload_sent += op.total;
         out.payload_recv += op.total;
-        const WireModel wm = model_allreduce(me, p, op.total / static_cast<uint64_t>(s.w), static_cast<uint64_t>(s.w));
+        WireModel& wm = sc.wm;
+        model_allreduce_into(wm, me, p, op.total / static_cast<uint64_t>(s.w), static_cast<uint64_t>(s.w));
         for (const WireEdge& e : wm.sent) {
           out.wire_sent += e.bytes;
           out.msgs_sent += e.messages;
@@ -400,7 +431,8 @@ Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape
       }
       case OpKind::bcast: {
         (me == op.root ? out.payload_sent : out.payload_recv) += op.total;
-        const WireModel wm = model_bcast(me, p, op.root, op.total);
+        WireModel& wm = sc.wm;
+        model_bcast_into(wm, me, p, op.root, op.total);
         for (const WireEdge& e : wm.sent) {
           out.wire_sent += e.bytes;
           out.msgs_sent += e.messages;
@@ -431,12 +463,12 @@ Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape
       out.workspace += wc + static_cast<double>(elems(c, s.m, s.n, co));
       out.reduced = wc * static_cast<double>(s.w);
     }
-    return out;
+    return;
   }
   const int d = r.k;
   const int pm = r.m >= 0 ? dims[static_cast<size_t>(r.m)] : 1, pn = r.n >= 0 ? dims[static_cast<size_t>(r.n)] : 1;
   const int pd = d >= 0 ? dims[static_cast<size_t>(d)] : 1, l = d >= 0 ? co[static_cast<size_t>(d)] : 0;
-  const std::vector<Panel> all = panels(s.k, pm, pn, panel);
+  const std::vector<Panel>& all = sc.panels_of(s.k, pm, pn, panel);
   const Range mine = layer_panels(all.size(), pd, l);
   int64_t kw = 0, wmax = 0;
   for (int64_t t = mine.off; t < mine.end(); ++t) {
@@ -467,6 +499,14 @@ Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape
     out.workspace += wc + static_cast<double>(elems(c, s.m, s.n, co));
     out.reduced = wc * static_cast<double>(s.w);
   }
+}
+}  // namespace
+
+Cost rank_cost(tsr_gemm_algo algo, const Dims& dims, const Roles& r, const Shape& s, const Layout& a, const Layout& b,
+               const Layout& c, int64_t panel, const Dims& co) {
+  Scratch sc;
+  Cost out;
+  rank_cost_into(out, algo, dims, r, s, a, b, c, panel, co, sc);
   return out;
 }
 
@@ -493,9 +533,11 @@ void evaluate(Candidate* cd, const Shape& s, const Machine& mc) {
   canonical(cd->algo, s.ta, s.tb, cd->roles, pub);
   const Layout a = normalise(pub[0], cd->dims), b = normalise(pub[1], cd->dims), c = normalise(pub[2], cd->dims);
   cd->flops = cd->bytes = cd->msgs = cd->memory = cd->reduced = 0;
+  Scratch sc;
+  Cost cst;
   for (int x = 0; x < 8; ++x) {
     const Dims co{(x & 1) ? cd->dims[0] - 1 : 0, (x & 2) ? cd->dims[1] - 1 : 0, (x & 4) ? cd->dims[2] - 1 : 0};
-    const Cost cst = rank_cost(cd->algo, cd->dims, cd->roles, s, a, b, c, cd->panel, co);
+    rank_cost_into(cst, cd->algo, cd->dims, cd->roles, s, a, b, c, cd->panel, co, sc);
     cd->flops = std::max(cd->flops, cst.flops);
     cd->bytes = std::max(cd->bytes, static_cast<double>(cst.wire_recv));
     cd->msgs = std::max(cd->msgs, cst.path_msgs);
@@ -605,8 +647,12 @@ void energy(Candidate* cd, const Shape& s, const EnergyModel& em) {
   // Grid rank of coordinates (as tsr_grid_create numbers them: j fastest).
   auto grank = [&](const Dims& co) { return (co[2] * d[0] + co[0]) * d[1] + co[1]; };
   cd->intra_bytes = cd->inter_bytes = cd->self_bytes = cd->total_flops = 0;
+  // One rank after the other with reused buffers (the panels computed once):
+  // the same figures, added in the same order, as rank_cost() for each.
+  Scratch sc;
+  Cost cst;
   auto add = [&](const Dims& co, double weight) {
-    const Cost cst = rank_cost(cd->algo, d, cd->roles, s, a, b, c, cd->panel, co);
+    rank_cost_into(cst, cd->algo, d, cd->roles, s, a, b, c, cd->panel, co, sc);
     const int node = grank(co) / rpn;
     for (const Cost::Edge& e : cst.recv_edges) {
       Dims from = co;
@@ -654,6 +700,11 @@ bool choose(const Shape& s, int p, bool allow_idle, tsr_gemm_algo only, double m
     if (ux != uy) return ux > uy;
     return x.bytes < y.bytes;
   };
+  // The joules of every candidate only when they decide (an energy or EDP
+  // objective) or the caller lists them; by time, only the chosen plan's
+  // (energy() enumerates every rank of the grid: doing it for each of the
+  // hundreds of candidates made planning O(p^2)-ish per call).
+  const bool every = em != nullptr && (objective != 0 || all_out != nullptr);
   for (Candidate& c : all) {
     evaluate(&c, s, mc);
     if (memory > 0 && c.memory > memory && engine_of(c.algo) == Engine::summa) {
@@ -666,7 +717,7 @@ bool choose(const Shape& s, int p, bool allow_idle, tsr_gemm_algo only, double m
         width /= 2;
       }
     }
-    if (em) energy(&c, s, *em);
+    if (every) energy(&c, s, *em);
     if (c.memory < least.memory) least = c;
     if (memory > 0 && c.memory > memory) continue;
     if (!found || better(c, *best)) {
@@ -675,6 +726,7 @@ bool choose(const Shape& s, int p, bool allow_idle, tsr_gemm_algo only, double m
     }
   }
   if (!found) *best = least;
+  if (em != nullptr && !every) energy(best, s, *em);
   if (all_out) *all_out = std::move(all);
   return found;
 }

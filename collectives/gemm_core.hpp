@@ -217,7 +217,10 @@ std::vector<Candidate> candidates(const Shape& s, int p, bool allow_idle, tsr_ge
 // The best candidate within memory (bytes per rank, 0 = no limit) by the
 // objective (energy needs em); false if none fits (then *best is the one
 // needing least memory). all (may be null): every candidate considered,
-// evaluated, in the order considered.
+// evaluated, in the order considered. With em, energy() runs on every
+// candidate when the objective is energy or EDP or all is asked for, else
+// on the chosen one only (the same plan and figures, without enumerating
+// every candidate's grid).
 bool choose(const Shape& s, int p, bool allow_idle, tsr_gemm_algo only, double memory, const Machine& mc,
             int objective, const EnergyModel* em, Candidate* best, std::vector<Candidate>* all);
 

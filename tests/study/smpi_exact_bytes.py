@@ -61,6 +61,9 @@ def main():
         algos = "1d,2d" + (",3d-cube" if q ** 3 == p else "")
         cmd = [smpirun, "-np", str(p), "-platform", platform, "-hostfile", hosts,
                "--cfg=smpi/simulate-computation:no", "--cfg=smpi/display-timing:yes", "--cfg=smpi/coll-selector:mpich",
+               # MPICH's bcast/allreduce/reduce selectors build SMP-aware
+               # communicators: an O(p^2) ring all-gather per new communicator.
+               "--cfg=smpi/bcast:binomial_tree", "--cfg=smpi/allreduce:rdb", "--cfg=smpi/reduce:binomial",
                "--log=root.thres:critical", bench, "--n", str(n), "--reps", "1", "--algos", algos,
                "--machine", "default", "--json", out]
         t0 = time.time()
