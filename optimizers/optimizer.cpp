@@ -799,6 +799,11 @@ tsr_status step(tsr_optimizer opt, void* params, void* grads, size_t count) {
   // reduced): decide before the agreement, so that a non-finite value on one
   // rank skips the step on every rank (no second agreement, no extra bytes).
   const bool checked_first = o.dist == TSR_OPT_REPLICATED;
+  // With a norm context the check reduces over norm_ctx: agree there first
+  // on the local checks, so that a rank whose arguments fail never leaves
+  // its norm_ctx peers waiting in the reduction (one small control
+  // all-reduce on norm_ctx per step, replicated mode only).
+  if (checked_first && o.norm_ctx != nullptr) local = agree(*o.norm_ctx->world, local);
   if (checked_first && local == TSR_SUCCESS) local = s.check();
   tsr_status st = agree(world, local, same);
   if (st == TSR_SUCCESS) {

@@ -317,6 +317,31 @@ void norm_reduction_case(tsr_opt_preset preset, tsr_opt_dist dist) {
 TEST(NormReduction, LambBlocksStepAsWholeTensors) { norm_reduction_case(TSR_PRESET_LAMB_APEX, TSR_OPT_REPLICATED); }
 TEST(NormReduction, LambDataParallelOnOneRank) { norm_reduction_case(TSR_PRESET_LAMB_PAPER, TSR_OPT_DATA_PARALLEL); }
 TEST(NormReduction, LarsBlocksStepAsWholeTensors) { norm_reduction_case(TSR_PRESET_LARS_PAPER, TSR_OPT_SHARDED); }
+// Replicated mode checks its norms before the agreement on its own context:
+// a bad argument on one rank must fail the step on every rank of norm_ctx
+// (agreed there first), not leave the others waiting in the norm reduction.
+TEST(NormReduction, BadArgumentOnOneRankFailsEverywhere) {
+  const int p = world_size(), r = world_rank();
+  tessera::context world(MPI_COMM_WORLD);
+  tessera::context self(MPI_COMM_SELF);
+  tessera::optimizer opt(self, TSR_PRESET_LAMB_APEX, kSizes, TSR_OPT_REPLICATED);
+  configure(opt);
+  ASSERT_EQ(tsr_optimizer_set_norm_reduction(opt.get(), world.get(), kSizes.size(), nullptr), TSR_SUCCESS);
+  const size_t n = total(kSizes);
+  std::vector<float> w = weights(n), g = grads(n, 1, 0, false);
+  const std::vector<float> w0 = w;
+  const size_t count = r == p - 1 ? n - 1 : n;  // the last rank passes a wrong count
+  const tsr_status st = tsr_optimizer_step(opt.get(), w.data(), g.data(), count);
+  EXPECT_NE(st, TSR_SUCCESS);
+  if (r == p - 1) {
+    EXPECT_EQ(st, TSR_ERR_SHAPE);
+  }
+  EXPECT_EQ(w, w0) << "a failed step changes nothing";
+  EXPECT_EQ(opt.query(TSR_OPTQ_STEP), 0);
+  // and the next good step works on every rank
+  std::vector<float> g1 = grads(n, 1, 0, false);
+  EXPECT_TRUE(opt.step(w, g1));
+}
 
 // ------------------------------------------------------- exact accounting
 struct Peers {
