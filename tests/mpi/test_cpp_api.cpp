@@ -175,7 +175,8 @@ TEST(CppApi, OptimizerNormReduction) {
   auto local_of = [&](const std::vector<float>& v) {
     std::vector<float> l;
     for (std::size_t g = 0; g < 3; ++g)
-      l.insert(l.end(), v.begin() + static_cast<long>(off[g] + lo[g]), v.begin() + static_cast<long>(off[g] + lo[g] + mine[g]));
+      l.insert(l.end(), v.begin() + static_cast<long>(off[g] + lo[g]),
+               v.begin() + static_cast<long>(off[g] + lo[g] + mine[g]));
     return l;
   };
   tessera::optimizer ref(self, TSR_PRESET_LAMB_PAPER, whole, TSR_OPT_REPLICATED);
@@ -234,7 +235,8 @@ TEST(CppApi, OptimizerSettersThrowWithStatus) {
   expect_throw(TSR_ERR_INVALID_ARG, "tsr_optimizer_set_step: argument 'step'", [&] { opt.set_step(-1); });
   EXPECT_EQ(opt.steps(), 0);
   expect_throw(TSR_ERR_SHAPE, "argument 'count'", [&] { opt.set_state(TSR_OPT_STATE_M, std::vector<float>(19)); });
-  expect_throw(TSR_ERR_INVALID_ARG, "argument 'which'", [&] { opt.set_state(TSR_OPT_STATE_MASTER, std::vector<float>(20)); });
+  expect_throw(TSR_ERR_INVALID_ARG, "argument 'which'",
+               [&] { opt.set_state(TSR_OPT_STATE_MASTER, std::vector<float>(20)); });
   expect_throw(TSR_ERR_INVALID_ARG, "argument 'norm_ctx'", [&] { opt.set_norm_reduction(ctx); });
   expect_throw(TSR_ERR_INVALID_ARG, "argument 'ngroups'", [&] { opt.set_norm_reduction(other, {1.0}); });
   expect_throw(TSR_ERR_INVALID_ARG, "argument 'weights'", [&] { opt.set_norm_reduction(other, {1.0, -1.0}); });
