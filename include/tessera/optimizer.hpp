@@ -140,6 +140,44 @@ class optimizer {
     check(tsr_optimizer_get_state(h_, which, s.data(), s.size()), ctx_);
     return s;
   }
+  // The inverse of state(): overwrite this rank's part of a state array
+  // (TSR_OPTQ_SHARD_SIZE elements). Local.
+  // Throws TSR_ERR_INVALID_ARG for a state the optimizer does not have,
+  // TSR_ERR_SHAPE for another size.
+  optimizer& set_state(tsr_opt_state which, span<const float> in) {
+    check(tsr_optimizer_set_state(h_, which, in.data(), in.size()), ctx_);
+    return *this;
+  }
+  optimizer& set_state(tsr_opt_state which, const std::vector<float>& in) {
+    return set_state(which, span<const float>(in.data(), in.size()));
+  }
+  // The step count (TSR_OPTQ_STEP): the next step is step + 1. Local; every
+  // rank sets the same value. Throws TSR_ERR_INVALID_ARG for step < 0.
+  optimizer& set_step(std::int64_t step) {
+    check(tsr_optimizer_set_step(h_, step), ctx_);
+    return *this;
+  }
+  // Tensor parallelism (tsr_optimizer_set_norm_reduction; local): the
+  // per-group sums a step assembles are multiplied by this rank's weights[g]
+  // and summed over norm_ctx, so that trust ratios and the gradient norm are
+  // those of the whole tensors. weights: one per group (>= 0, finite), or
+  // empty for all 1. The steps become collective over norm_ctx too; norm_ctx
+  // must not be the optimizer's context and must outlive the optimizer (or
+  // clear_norm_reduction() be called first).
+  optimizer& set_norm_reduction(const context& norm_ctx, const std::vector<double>& weights = {}) {
+    return set_norm_reduction(norm_ctx.get(), weights);
+  }
+  // Over a context owned elsewhere (e.g. by C code).
+  optimizer& set_norm_reduction(tsr_context norm_ctx, const std::vector<double>& weights = {}) {
+    const std::size_t ng = weights.empty() ? static_cast<std::size_t>(query(TSR_OPTQ_GROUPS)) : weights.size();
+    check(tsr_optimizer_set_norm_reduction(h_, norm_ctx, ng, weights.empty() ? nullptr : weights.data()), ctx_);
+    return *this;
+  }
+  // Remove the reduction: the steps reduce over the optimizer's context only.
+  optimizer& clear_norm_reduction() {
+    check(tsr_optimizer_set_norm_reduction(h_, nullptr, 0, nullptr), ctx_);
+    return *this;
+  }
   void save(const std::string& path) { check(tsr_optimizer_save(h_, path.c_str()), ctx_); }
   void load(const std::string& path) { check(tsr_optimizer_load(h_, path.c_str()), ctx_); }
 
