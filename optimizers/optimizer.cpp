@@ -883,21 +883,31 @@ tsr_status query(tsr_optimizer opt, tsr_opt_query what, int group, double* value
   return TSR_SUCCESS;
 }
 
-tsr_status get_state(tsr_optimizer opt, tsr_opt_state which, float* out, size_t count) {
-  TSR_TRY(check_optimizer(opt));
-  const tsr_optimizer_s& o = *opt;
-  const Buffer<float>* b = nullptr;
-  if (which == TSR_OPT_STATE_M) b = &o.m;
-  else if (which == TSR_OPT_STATE_V && o.kind == TSR_OPT_LAMB) b = &o.v;
-  else if (which == TSR_OPT_STATE_MASTER && o.type == TSR_BFLOAT16) b = &o.master;
-  if (!b)
+// The state array `which` of this optimizer, checked against `count` and
+// the caller's buffer `buf` (named `name`: get_state's out, set_state's in):
+// the array, or a failure naming the argument.
+tsr_status state_array(tsr_optimizer_s& o, tsr_opt_state which, const void* buf, const char* name, size_t count,
+                       Buffer<float>** b) {
+  *b = nullptr;
+  if (which == TSR_OPT_STATE_M) *b = &o.m;
+  else if (which == TSR_OPT_STATE_V && o.kind == TSR_OPT_LAMB) *b = &o.v;
+  else if (which == TSR_OPT_STATE_MASTER && o.type == TSR_BFLOAT16) *b = &o.master;
+  if (!*b)
     return fail(TSR_ERR_INVALID_ARG, "argument 'which' = %d: this %s optimizer with %s parameters has no such state",
                 static_cast<int>(which), o.kind == TSR_OPT_LAMB ? "LAMB" : "LARS", dtype_name(o.type));
   if (count != o.local())
     return fail(TSR_ERR_SHAPE, "argument 'count' = %zu; this rank holds %zu elements of state", count, o.local());
-  if (count > 0) TSR_CHECK_NOT_NULL(out);
+  if (count > 0 && buf == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument '%s' is NULL", name);
+  return TSR_SUCCESS;
+}
+
+tsr_status get_state(tsr_optimizer opt, tsr_opt_state which, float* out, size_t count) {
+  TSR_TRY(check_optimizer(opt));
+  tsr_optimizer_s& o = *opt;
+  Buffer<float>* b = nullptr;
+  TSR_TRY(state_array(o, which, out, "out", count, &b));
 #if TSR_HAVE_CUDA
-  TSR_TRY(cuda::sync_host(*opt));  // the device's state, if newer
+  TSR_TRY(cuda::sync_host(o));  // the device's state, if newer
 #endif
   if (which == TSR_OPT_STATE_MASTER && !o.master_ready) {
     std::fill(out, out + count, 0.0f);  // not initialised before the first step
@@ -911,15 +921,14 @@ tsr_status set_state(tsr_optimizer opt, tsr_opt_state which, const float* in, si
   TSR_TRY(check_optimizer(opt));
   tsr_optimizer_s& o = *opt;
   Buffer<float>* b = nullptr;
-  if (which == TSR_OPT_STATE_M) b = &o.m;
-  else if (which == TSR_OPT_STATE_V && o.kind == TSR_OPT_LAMB) b = &o.v;
-  else if (which == TSR_OPT_STATE_MASTER && o.type == TSR_BFLOAT16) b = &o.master;
-  if (!b)
-    return fail(TSR_ERR_INVALID_ARG, "argument 'which' = %d: this %s optimizer with %s parameters has no such state",
-                static_cast<int>(which), o.kind == TSR_OPT_LAMB ? "LAMB" : "LARS", dtype_name(o.type));
-  if (count != o.local())
-    return fail(TSR_ERR_SHAPE, "argument 'count' = %zu; this rank holds %zu elements of state", count, o.local());
-  if (count > 0) TSR_CHECK_NOT_NULL(in);
+  TSR_TRY(state_array(o, which, in, "in", count, &b));
+#if TSR_HAVE_CUDA
+  // The other arrays as the device has them, then the host copy is the
+  // state: it goes to the device at the next device step (as after a load).
+  TSR_TRY(cuda::sync_host(o));
+  o.dev.reset();
+  o.host_stale = false;
+#endif
   if (count > 0) std::memcpy(b->data(), in, count * sizeof(float));
   if (which == TSR_OPT_STATE_MASTER) o.master_ready = true;
   return TSR_SUCCESS;
