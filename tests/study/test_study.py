@@ -223,6 +223,14 @@ class SimModel(unittest.TestCase):
         nodes = self.m.platform_links(os.path.join(self.platforms, "nodes-4x1024.xml"), 64)
         self.assertIsNotNone(nodes)
         self.assertIsNone(self.m.platform_links(os.path.join(self.platforms, "missing.xml"), 64))
+        with tempfile.TemporaryDirectory() as d:  # bits per second, a flat cluster: up and down
+            x = os.path.join(d, "c.xml")
+            with open(x, "w") as f:
+                f.write('<platform version="4.1"><cluster id="c" prefix="n" suffix="" radical="0-7" speed="1Gf" '
+                        'bw="200Gbps" lat="1.5us"/></platform>')
+            c = self.m.platform_links(x, 8)
+            self.assertAlmostEqual(c["alpha"], 3e-6, places=15)
+            self.assertAlmostEqual(c["beta"], 1 / 25e9, places=20)
 
     def test_attach_model(self):
         plans = self.m.parse_plan_only(PLAN_ONLY)
