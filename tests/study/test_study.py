@@ -175,6 +175,95 @@ class Parser(unittest.TestCase):
         self.assertTrue(lines and all(ln.startswith("srun -n ") for ln in lines))
 
 
+# ------------------------------------------- simulated time against the model
+PLAN_ONLY = """[planned] tessera GEMM plan: 1024 x 1024 x 1024, 8-byte elements, op NN
+  algorithm 3D on a 3D-any grid 12x12x7 (1008 ranks, 16 idle); m by I, n by J, k by K; panel 0
+  per rank (busiest): 2.174e+06 flops, 2.348e+05 bytes received, 28 messages, 2.977e+05 bytes of memory
+  lower bound 2.231e+05 bytes received: plan / bound = 1.052
+  modelled time 0.0001289 s (alpha 2e-06 s, beta 1e-10 s/B, gamma 2e-11 s/flop)
+  modelled energy 0.6566 J [0.147, 12] (all ranks; 2.349e+08 B within nodes, 0 B across); chosen by time
+  bytes per rank 0.2 MiB, bound 0.2 MiB
+2.5D: no 2.5D grid
+[only] tessera GEMM plan: 1024 x 1024 x 1024, 8-byte elements, op NN
+  algorithm 2D on a 2D grid 32x32x1 (1024 ranks, 0 idle); m by I, n by J, depth by NONE; panel 0
+  per rank (busiest): 2.097e+06 flops, 5.079e+05 bytes received, 320 messages, 5.734e+04 bytes of memory
+  lower bound 2.231e+05 bytes received: plan / bound = 2.276
+  modelled time 0.0007327 s (alpha 2e-06 s, beta 1e-10 s/B, gamma 2e-11 s/flop)
+  modelled energy 3.211 J [0.773, 68] (all ranks; 5.201e+08 B within nodes, 0 B across); chosen by time
+  bytes per rank 0.5 MiB, bound 0.2 MiB
+"""
+
+
+class SimModel(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.m = load_driver(DRIVER)
+        cls.platforms = os.path.join(os.path.dirname(os.path.realpath(DRIVER)), "platforms")
+
+    def test_parse_plan_only(self):
+        plans = self.m.parse_plan_only(PLAN_ONLY)
+        self.assertEqual(len(plans), 2)
+        a, b = plans
+        self.assertTrue(a["planned"])
+        self.assertEqual(a["grid"], "3D 12x12x7 idle 16")  # as bench_gemm names the variant's grid
+        self.assertEqual((a["bytes"], a["messages"], a["time_s"]), (2.348e5, 28.0, 1.289e-4))
+        self.assertEqual((a["alpha"], a["beta"], a["gamma"]), (2e-6, 1e-10, 2e-11))
+        self.assertFalse(b["planned"])
+        self.assertEqual(b["grid"], "2D 32x32x1")
+        self.assertEqual(self.m.parse_plan_only("2D: error\n"), [])
+
+    def test_platform_links(self):
+        ft = os.path.join(self.platforms, "fattree-4096.xml")
+        one = self.m.platform_links(ft, 64)  # one leaf switch of 64: up and down
+        self.assertAlmostEqual(one["alpha"], 2e-6, places=15)
+        self.assertAlmostEqual(one["beta"], 1 / 25e9, places=20)
+        two = self.m.platform_links(ft, 1024)  # across leaves: 4 links
+        self.assertAlmostEqual(two["alpha"], 4e-6, places=15)
+        self.assertIn("4 links of 25GBps", two["what"])
+        nodes = self.m.platform_links(os.path.join(self.platforms, "nodes-4x1024.xml"), 64)
+        self.assertIsNotNone(nodes)
+        self.assertIsNone(self.m.platform_links(os.path.join(self.platforms, "missing.xml"), 64))
+        with tempfile.TemporaryDirectory() as d:  # bits per second, a flat cluster: up and down
+            x = os.path.join(d, "c.xml")
+            with open(x, "w") as f:
+                f.write('<platform version="4.1"><cluster id="c" prefix="n" suffix="" radical="0-7" speed="1Gf" '
+                        'bw="200Gbps" lat="1.5us"/></platform>')
+            c = self.m.platform_links(x, 8)
+            self.assertAlmostEqual(c["alpha"], 3e-6, places=15)
+            self.assertAlmostEqual(c["beta"], 1 / 25e9, places=20)
+
+    def test_attach_model(self):
+        plans = self.m.parse_plan_only(PLAN_ONLY)
+        links = {"alpha": 4e-6, "beta": 4e-11, "what": "x"}
+        ss = [{"variant": "tessera plan", "grid": "3D 12x12x7 idle 16", "time_s": 1e-3},
+              {"variant": "tessera 2D (SUMMA)", "grid": "2D 32x32x1", "time_s": 2e-3},
+              {"variant": "tessera 2.5D", "grid": "2.5D 16x16x4", "time_s": 1e-3}]
+        self.m.attach_model(ss, plans, links)
+        comm = 4e-6 * 28 + 4e-11 * 2.348e5
+        self.assertAlmostEqual(ss[0]["model_comm_s"], comm, places=15)
+        self.assertAlmostEqual(ss[0]["sim_over_model"], 1e-3 / comm, places=9)
+        self.assertEqual(ss[0]["model_time_s"], 1.289e-4)
+        # mean message 5.079e5 / 320 = 1587 B: SMPI's factors 1.61075 (latency), 0.608902 (bandwidth)
+        self.assertAlmostEqual(ss[1]["model_smpi_s"], 4e-6 * 320 * 1.61075 + 4e-11 * 5.079e5 / 0.608902, places=15)
+        self.assertNotIn("model_comm_s", ss[2])  # no plan of that grid
+
+    def test_simulated_tables_crossover(self):
+        def pt(p, algo, grid, t, b):
+            return {"entry": "g", "size": "1024", "ranks": p, "variant": algo, "grid": grid, "time_median_s": t,
+                    "bytes_per_rank": b, "bytes_over_lower_bound": 1.0, "model_comm_s": t / 2, "model_time_s": t,
+                    "sim_over_model": 2.0, "model_smpi_s": None, "model_messages": 3, "model_links": "x"}
+        pts = [pt(64, "tessera 2D (SUMMA)", "2D 8x8x1", 1e-3, 100), pt(64, "tessera 3D", "3D 4x4x4", 2e-3, 90),
+               pt(64, "tessera plan", "2D 8x8x1", 1e-3, 100),
+               pt(256, "tessera 2D (SUMMA)", "2D 16x16x1", 3e-3, 80), pt(256, "tessera 3D", "3D 8x8x4", 1e-3, 50),
+               pt(256, "tessera plan", "3D 8x8x4", 1e-3, 50)]
+        md = "".join(self.m.simulated_tables(pts))
+        self.assertIn("| 1024 | 64 | 2D | 2D 8x8x1 | 100 | 3 | 0.001 | 0.001 | 0.0005 | 2.00 |", md)
+        self.assertIn("| 2D (2D 8x8x1) | 3D (3D 4x4x4) | 2D 8x8x1 | 0.001 |", md)
+        self.assertIn("n = 1024, time: 2D and 3D cross between 64 and 256 ranks", md)
+        self.assertNotIn("bytes: 2D and 3D cross", md)
+        self.assertEqual(self.m.simulated_tables([dict(p, model_comm_s=None) for p in pts]), [])
+
+
 # --------------------------------------------------------------------- e2e
 def check(cond, msg):
     if not cond:
