@@ -19,7 +19,8 @@
 #
 # Environment: OUT (summary folder), BUILD (build folder, default
 # <repo>/build-device), CUDA_ARCH (default 90), JOBS (default nproc),
-# TSR_DEVICE_BUDGET_S.
+# TSR_DEVICE_BUDGET_S, TSR_DEVICE_SKIP_BUILD=1 (run the build already in BUILD,
+# made elsewhere: configure and build are skipped).
 set -u -o pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -70,7 +71,7 @@ fi
 
 nvcc=$(command -v nvcc || true)
 if [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ]; then nvcc=/usr/local/cuda/bin/nvcc; fi
-if [ -z "$nvcc" ]; then
+if [ -z "$nvcc" ] && [ "${TSR_DEVICE_SKIP_BUILD:-0}" != 1 ]; then
   echo "- RESULT: no CUDA toolkit (nvcc not found): nothing built" >> "$summary"
   note "no nvcc"; cat "$summary"; exit 1
 fi
@@ -83,6 +84,15 @@ fi
 mpiexec=$(command -v mpiexec || command -v mpirun || true)
 if [ -n "$mpiexec" ]; then mpi_args+=("-DMPIEXEC_EXECUTABLE=$mpiexec"); fi
 
+# ------------------------------------------------------ configure and build ---
+if [ "${TSR_DEVICE_SKIP_BUILD:-0}" = 1 ]; then
+  # A build made elsewhere (a login node with the same toolkit): run what is
+  # in $BUILD as it is; the libraries it needs must be on LD_LIBRARY_PATH.
+  note "TSR_DEVICE_SKIP_BUILD=1: using the build in $build"
+  echo "- build: prebuilt ($build), not rebuilt here" >> "$summary"
+  built_benches=()
+  for b in "${GPU_BENCHES[@]}"; do built_benches+=("${b%%|*}"); done
+else
 # ------------------------------------------------------ configure and build ---
 note "configure ($build, sm_$arch)"
 if ! timeout $(( budget / 3 )) cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release \
@@ -114,6 +124,7 @@ for t in "${bench_targets[@]}"; do
   else echo "- benchmark $t: build failed (logs/build-bench.log)" >> "$summary"; fi
 done
 echo "- build: done at $(elapsed) s" >> "$summary"
+fi
 
 # ------------------------------------------------------------------- tests ---
 echo >> "$summary"
@@ -122,7 +133,9 @@ echo >> "$summary"
 echo "| test | result | seconds |" >> "$summary"
 echo "|---|---|---|" >> "$summary"
 npass=0 nskip=0 nfail=0
-if [ -n "$mpiexec" ]; then
+# A prebuilt build's CTest files name the paths of the machine that built it:
+# run its test executables directly there.
+if [ -n "$mpiexec" ] && [ "${TSR_DEVICE_SKIP_BUILD:-0}" != 1 ]; then
   note "ctest -L cuda"
   (cd "$build" && ctest -L cuda --timeout 240 --output-on-failure) > "$out/logs/ctest.log" 2>&1
   # "  1/3 Test #1: name ....   Passed    1.23 sec" / "***Skipped" / "***Failed" / "***Timeout"
