@@ -131,10 +131,14 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--train-limit", type=int, default=0)
+    ap.add_argument("--device", default="cpu", help="train mode: cpu (default) or cuda; the augmentation and the\n"
+                    "data order stay on the CPU, drawn from the seed, so a GPU run draws the same batches")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     model = ResNet(a.depth, a.width)
+    dev = torch.device(a.device if a.mode == "train" else "cpu")
+    model.to(dev)
     lr = a.lr if a.lr is not None else 0.1 * a.batch / 128
     opt = make_optimizer(model, lr, a.wd, a.momentum)
     env = {k: os.environ.get(k, "-") for k in ("OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
@@ -186,7 +190,7 @@ def main():
                 break
             t0 = time.perf_counter()
             idx = perm[s * a.batch:(s + 1) * a.batch]
-            xb, yb = augment(xs[idx], gen), ys[idx]
+            xb, yb = augment(xs[idx], gen).to(dev), ys[idx].to(dev)
             step += 1
             for g in opt.param_groups:
                 g["lr"] = lr * schedule(step, warmup, total)
@@ -201,7 +205,7 @@ def main():
         correct = 0
         with torch.no_grad():
             for i in range(0, xt.shape[0], 500):
-                correct += (model(xt[i:i + 500]).argmax(1) == yt[i:i + 500]).sum().item()
+                correct += (model(xt[i:i + 500].to(dev)).argmax(1).cpu() == yt[i:i + 500]).sum().item()
         print(f"epoch {(step + spe - 1) // spe}: test accuracy {correct / xt.shape[0]:.4f}", flush=True)
 
 
