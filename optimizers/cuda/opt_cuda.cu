@@ -624,6 +624,7 @@ tsr_status Runner::init(int device, cudaStream_t stream) {
   TSR_TRY(guard.enter(device));
   device_ = device;
   stream_ = stream;
+  for (Table& t : table_) t.valid = false;
   return TSR_SUCCESS;
 }
 
@@ -726,9 +727,18 @@ tsr_status Runner::pass_a(const std::vector<Task>& tasks, const void* g, bool bf
     combine_kernel<<<grid_for(tasks.size()), kThreads, 0, stream_>>>(ds, parts, tasks.size(), res);
     TSR_CUDA_CHECK(cudaGetLastError(), "launching the sums of the parts of pass A");
   }
-  TSR_CUDA_CHECK(cudaMemcpyAsync(out, res, tasks.size() * sizeof(Sums), cudaMemcpyDeviceToHost, stream_),
+  const size_t sb = tasks.size() * sizeof(Sums);
+  if (host_sums_.size < sb) {
+    if (host_sums_.p) (void)cudaFreeHost(host_sums_.p);
+    host_sums_.p = nullptr;
+    host_sums_.size = 0;
+    TSR_CUDA_CHECK(cudaMallocHost(&host_sums_.p, sb), "allocating page-locked host memory for the per-item sums");
+    host_sums_.size = sb;
+  }
+  TSR_CUDA_CHECK(cudaMemcpyAsync(host_sums_.p, res, sb, cudaMemcpyDeviceToHost, stream_),
                  "copying the per-item sums to the host");
   TSR_CUDA_CHECK(cudaStreamSynchronize(stream_), "waiting for the optimizer's pass A");
+  std::memcpy(out, host_sums_.p, sb);
   return TSR_SUCCESS;
 }
 

@@ -100,9 +100,21 @@ class Runner {
     std::vector<Task> host;  // what dev holds when valid
     bool valid = false;
   };
+  // Page-locked host memory (cudaFreeHost on destruction), grown on demand.
+  struct Pinned {
+    void* p = nullptr;
+    size_t size = 0;
+    Pinned() = default;
+    Pinned(const Pinned&) = delete;
+    Pinned& operator=(const Pinned&) = delete;
+    ~Pinned() {
+      if (p) (void)cudaFreeHost(p);
+    }
+  };
   int device_ = -1;
   cudaStream_t stream_ = nullptr;
   KernelConfig cfg_;
+  Pinned host_sums_;  // pass A's sums land here (a faster copy than into pageable memory)
   Table table_[2];
   tsr::cuda::DeviceBuffer coef_, sums_;
   std::vector<unsigned char> staging_;
