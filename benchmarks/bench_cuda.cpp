@@ -26,8 +26,11 @@
 //        against the same copy, one line per configuration; every round
 //        times the copy and then every configuration, the configurations'
 //        order rotated from round to round. "all" = the list in
-//        kAllVariants. Per-element results are the same in every
-//        configuration (tests/cuda), so only the time differs.
+//        kAllVariants. Float32 gradients (44 bytes per parameter, as
+//        above), then bfloat16 gradients with the bfloat16 parameter copy
+//        written (42: pass A reads g 2 + w, m, v 12; pass B reads 14,
+//        writes w, m, v 12 and the copy 2). Per-element results are the
+//        same in every configuration (tests/cuda), so only time differs.
 //  attn  the attention block, forward (fwd_block + fwd_finish) and
 //        backward (bwd_delta + bwd_block), B=1, H=16, d=128, N queries and
 //        keys, causal off and on: TFLOP/s from 4 B H N^2 d (forward) and 10 B
@@ -291,21 +294,25 @@ bool parse_variants(const std::string& list, std::vector<tsr::opt::cuda::KernelC
 void bench_lamb_variants(const std::vector<double>& sizes, const std::vector<tsr::opt::cuda::KernelConfig>& cfgs,
                          int reps, cudaStream_t s) {
   namespace oc = tsr::opt::cuda;
-  header("lamb-variants: the fused LAMB step (float32) per kernel configuration vs cudaMemcpy device-to-device, "
-         "same run, rotated order");
-  std::printf("# %12s %12s %10s %10s %12s %12s %7s %17s\n", "n", "config", "step_ms", "copy_ms", "step_GB/s",
-              "copy_GB/s", "ratio", "ratio_min..max");
+  header("lamb-variants: the fused LAMB step per kernel configuration vs cudaMemcpy device-to-device, same run, "
+         "rotated order; grads f32: 44 B/param; grads bf16 (+ bf16 parameter copy): 42 B/param");
+  std::printf("# %12s %5s %12s %10s %10s %12s %12s %7s %17s\n", "n", "grads", "config", "step_ms", "copy_ms",
+              "step_GB/s", "copy_GB/s", "ratio", "ratio_min..max");
   const size_t nv = cfgs.size();
   for (double nd : sizes) {
     const size_t n = static_cast<size_t>(nd);
     float *g, *w, *m, *v, *src, *dst;
+    uint16_t *gb, *p;
     CK(cudaMalloc(reinterpret_cast<void**>(&g), n * 4));
     CK(cudaMalloc(reinterpret_cast<void**>(&w), n * 4));
     CK(cudaMalloc(reinterpret_cast<void**>(&m), n * 4));
     CK(cudaMalloc(reinterpret_cast<void**>(&v), n * 4));
+    CK(cudaMalloc(reinterpret_cast<void**>(&gb), n * 2));
+    CK(cudaMalloc(reinterpret_cast<void**>(&p), n * 2));
     CK(cudaMalloc(reinterpret_cast<void**>(&src), n * 8));
     CK(cudaMalloc(reinterpret_cast<void**>(&dst), n * 8));
-    for (float* p : {g, w, m, v}) CK(cudaMemsetAsync(p, 0, n * 4, s));
+    for (float* q : {g, w, m, v}) CK(cudaMemsetAsync(q, 0, n * 4, s));
+    CK(cudaMemsetAsync(gb, 0, n * 2, s));
     CK(cudaMemsetAsync(src, 0, n * 8, s));
     std::vector<oc::Task> ta, tb;
     const size_t chunk = 16384;
@@ -321,37 +328,44 @@ void bench_lamb_variants(const std::vector<double>& sizes, const std::vector<tsr
       TK(runs[i].init(0, s));
       TK(runs[i].set_config(cfgs[i]));
     }
-    auto step = [&](oc::Runner& r) {
-      TK(r.pass_a(ta, g, false, w, m, v, &c, nullptr, 1, sums.data()));
-      double su = 0, sw = 0;
-      for (const tsr::opt::Sums& x : sums) sw += x.b, su += x.c;
-      const float k = static_cast<float>(1e-3 * (sw > 0 && su > 0 ? std::sqrt(sw / su) : 1.0));
-      TK(r.pass_b(tb, g, false, w, m, v, nullptr, &c, &k, nullptr, 1));
-    };
-    auto copy = [&] { CK(cudaMemcpyAsync(dst, src, n * 8, cudaMemcpyDeviceToDevice, s)); };
-    for (oc::Runner& r : runs) step(r);
-    copy();
-    std::vector<std::vector<double>> ts(nv), ratio(nv);
-    std::vector<double> tc;
-    for (int i = 0; i < reps; ++i) {
-      const double y = time_ms(s, copy);
-      tc.push_back(y);
-      for (size_t j = 0; j < nv; ++j) {
-        const size_t k = (j + static_cast<size_t>(i)) % nv;
-        const double x = time_ms(s, [&] { step(runs[k]); });
-        ts[k].push_back(x);
-        ratio[k].push_back((44.0 * nd / x) / (16.0 * nd / y));
+    for (bool bf16 : {false, true}) {
+      const void* gp = bf16 ? static_cast<const void*>(gb) : g;
+      uint16_t* pp = bf16 ? p : nullptr;
+      const double bytes = (bf16 ? 42.0 : 44.0) * nd;
+      auto step = [&](oc::Runner& r) {
+        TK(r.pass_a(ta, gp, bf16, w, m, v, &c, nullptr, 1, sums.data()));
+        double su = 0, sw = 0;
+        for (const tsr::opt::Sums& x : sums) sw += x.b, su += x.c;
+        const float k = static_cast<float>(1e-3 * (sw > 0 && su > 0 ? std::sqrt(sw / su) : 1.0));
+        TK(r.pass_b(tb, gp, bf16, w, m, v, pp, &c, &k, nullptr, 1));
+      };
+      auto copy = [&] { CK(cudaMemcpyAsync(dst, src, n * 8, cudaMemcpyDeviceToDevice, s)); };
+      for (oc::Runner& r : runs) step(r);
+      copy();
+      std::vector<std::vector<double>> ts(nv), ratio(nv);
+      std::vector<double> tc;
+      for (int i = 0; i < reps; ++i) {
+        const double y = time_ms(s, copy);
+        tc.push_back(y);
+        for (size_t j = 0; j < nv; ++j) {
+          const size_t k = (j + static_cast<size_t>(i)) % nv;
+          const double x = time_ms(s, [&] { step(runs[k]); });
+          ts[k].push_back(x);
+          ratio[k].push_back((bytes / x) / (16.0 * nd / y));
+        }
+      }
+      const Stat b = stat(tc);
+      for (size_t k = 0; k < nv; ++k) {
+        const Stat a = stat(ts[k]), q = stat(ratio[k]);
+        char name[64];
+        std::snprintf(name, sizeof name, "v%du%db%u", cfgs[k].vec, cfgs[k].unroll, cfgs[k].block_elems);
+        std::printf("  %12zu %5s %12s %10.4f %10.4f %12.1f %12.1f %7.3f %8.3f..%-8.3f\n", n, bf16 ? "bf16" : "f32",
+                    name, a.med, b.med, bytes / a.med * 1e-6, 16.0 * nd / b.med * 1e-6, q.med, q.lo, q.hi);
       }
     }
-    const Stat b = stat(tc);
-    for (size_t k = 0; k < nv; ++k) {
-      const Stat a = stat(ts[k]), q = stat(ratio[k]);
-      char name[64];
-      std::snprintf(name, sizeof name, "v%du%db%u", cfgs[k].vec, cfgs[k].unroll, cfgs[k].block_elems);
-      std::printf("  %12zu %12s %10.4f %10.4f %12.1f %12.1f %7.3f %8.3f..%-8.3f\n", n, name, a.med, b.med,
-                  44.0 * nd / a.med * 1e-6, 16.0 * nd / b.med * 1e-6, q.med, q.lo, q.hi);
-    }
-    for (float* p : {g, w, m, v, src, dst}) CK(cudaFree(p));
+    for (float* q : {g, w, m, v, src, dst}) CK(cudaFree(q));
+    CK(cudaFree(gb));
+    CK(cudaFree(p));
   }
 }
 
