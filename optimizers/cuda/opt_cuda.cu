@@ -163,11 +163,13 @@ __device__ __forceinline__ bool aligned(const T* p) {
   constexpr uintptr_t a = sizeof(T) == 4 ? 16 : (2 * V < 16 ? 2 * V : 16);
   return V > 1 && reinterpret_cast<uintptr_t>(p) % a == 0;
 }
-// Elements to peel before `lead` is aligned for vectors of V (at most n).
+// Elements to peel before `lead` sits at a multiple of V elements (at most
+// n): a float32 lead is then 16-byte aligned, and so is any array, float32
+// or bfloat16, at the same element index mod V.
 template <int V, class T>
 __device__ __forceinline__ uint32_t head_of(const T* lead, uint32_t n) {
   if (V == 1) return 0;
-  constexpr uintptr_t per = sizeof(T) == 4 ? 4 : (V < 8 ? V : 8);  // elements per alignment unit
+  constexpr uintptr_t per = V;
   const uintptr_t e = reinterpret_cast<uintptr_t>(lead) / sizeof(T);
   const uint32_t h = static_cast<uint32_t>((per - e % per) % per);
   return h < n ? h : n;
@@ -551,18 +553,19 @@ __global__ void __launch_bounds__(kThreads)
 
 // Sums of the parts of each task, in part order.
 __global__ void combine_kernel(const Sums* __restrict__ in, uint32_t parts, size_t ntasks, Sums* out) {
-  const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-  if (i >= ntasks) return;
-  const Sums* s = in + i * parts;
-  double a = s[0].a, b = s[0].b, c = s[0].c;
-  for (uint32_t j = 1; j < parts; ++j) {
-    a += s[j].a;
-    b += s[j].b;
-    c += s[j].c;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < ntasks;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const Sums* s = in + i * parts;
+    double a = s[0].a, b = s[0].b, c = s[0].c;
+    for (uint32_t j = 1; j < parts; ++j) {
+      a += s[j].a;
+      b += s[j].b;
+      c += s[j].c;
+    }
+    out[i].a = a;
+    out[i].b = b;
+    out[i].c = c;
   }
-  out[i].a = a;
-  out[i].b = b;
-  out[i].c = c;
 }
 
 __global__ void bf16_to_f32_kernel(const uint16_t* in, float* out, size_t n) {
