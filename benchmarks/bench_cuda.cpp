@@ -2,6 +2,7 @@
 // side by side in one run, nccl-tests-style table (one line per case):
 //
 //   bench_cuda [--reps 9] [--gemm 4096,8192] [--lamb 1e7,1e8] [--attn 4096]
+//              [--lamb-variants all|v4u2b4096,...]
 //
 //  gemm  tessera's local product (tsr::cuda::gemm: argument and pointer
 //        checks, then cublasGemmEx_64, CUBLAS_COMPUTE_32F) against plain
@@ -16,7 +17,20 @@
 //        (the footprint of the step's w, g, m, v) in the same run. GB/s =
 //        bytes read + written / time; the step moves 44 bytes per parameter
 //        (pass A reads g, w, m, v; pass B reads them and writes w, m, v).
-//        ratio = step GB/s / copy GB/s (target >= 0.80).
+//        ratio = step GB/s / copy GB/s (target >= 0.80). The step runs the
+//        library's default kernel configuration (opt_cuda.hpp KernelConfig,
+//        named in the header line).
+//  lamb-variants  the same step for each kernel configuration vVuUbB
+//        (vec V elements per access, U vectors in flight per thread, B
+//        elements per thread block, 0: one block per 16384-element task)
+//        against the same copy, one line per configuration; every round
+//        times the copy and then every configuration, the configurations'
+//        order rotated from round to round. "all" = the list in
+//        kAllVariants. Float32 gradients (44 bytes per parameter, as
+//        above), then bfloat16 gradients with the bfloat16 parameter copy
+//        written (42: pass A reads g 2 + w, m, v 12; pass B reads 14,
+//        writes w, m, v 12 and the copy 2). Per-element results are the
+//        same in every configuration (tests/cuda), so only time differs.
 //  attn  the attention block, forward (fwd_block + fwd_finish) and
 //        backward (bwd_delta + bwd_block), B=1, H=16, d=128, N queries and
 //        keys, causal off and on: TFLOP/s from 4 B H N^2 d (forward) and 10 B
@@ -188,7 +202,10 @@ void bench_gemm(const std::vector<double>& sizes, int reps, cudaStream_t s) {
 // ------------------------------------------------------------------ LAMB
 void bench_lamb(const std::vector<double>& sizes, int reps, cudaStream_t s) {
   namespace oc = tsr::opt::cuda;
-  header("lamb: one fused LAMB step (float32) vs cudaMemcpy device-to-device, same run");
+  const oc::KernelConfig dc;
+  std::printf("#\n# lamb: one fused LAMB step (float32, kernel configuration v%du%db%u) vs cudaMemcpy "
+              "device-to-device, same run\n",
+              dc.vec, dc.unroll, dc.block_elems);
   std::printf("# %12s %10s %10s %12s %12s %7s %17s\n", "n", "step_ms", "copy_ms", "step_GB/s", "copy_GB/s", "ratio",
               "ratio_min..max");
   for (double nd : sizes) {
@@ -247,6 +264,111 @@ void bench_lamb(const std::vector<double>& sizes, int reps, cudaStream_t s) {
   }
 }
 
+// -------------------------------------------------- LAMB kernel variants
+const char* const kAllVariants =
+    "v1u1b0,v4u1b0,v4u2b0,v1u4b4096,v4u1b4096,v4u2b2048,v4u2b4096,v4u2b8192,v4u4b4096,v8u1b4096,v8u2b4096";
+
+// "v4u2b4096,..." -> configurations; false on a bad or unbuilt one.
+bool parse_variants(const std::string& list, std::vector<tsr::opt::cuda::KernelConfig>* out) {
+  const std::string l = list == "all" ? kAllVariants : list;
+  size_t p = 0;
+  while (p <= l.size()) {
+    const size_t q = l.find(',', p);
+    const std::string tok = l.substr(p, q == std::string::npos ? std::string::npos : q - p);
+    int vv = 0, uu = 0;
+    unsigned bb = 0;
+    char tail = 0;
+    if (std::sscanf(tok.c_str(), "v%du%db%u%c", &vv, &uu, &bb, &tail) != 3) return false;
+    tsr::opt::cuda::KernelConfig c;
+    c.vec = vv;
+    c.unroll = uu;
+    c.block_elems = bb;
+    if (!c.valid()) return false;
+    out->push_back(c);
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  return !out->empty();
+}
+
+void bench_lamb_variants(const std::vector<double>& sizes, const std::vector<tsr::opt::cuda::KernelConfig>& cfgs,
+                         int reps, cudaStream_t s) {
+  namespace oc = tsr::opt::cuda;
+  header("lamb-variants: the fused LAMB step per kernel configuration vs cudaMemcpy device-to-device, same run, "
+         "rotated order; grads f32: 44 B/param; grads bf16 (+ bf16 parameter copy): 42 B/param");
+  std::printf("# %12s %5s %12s %10s %10s %12s %12s %7s %17s\n", "n", "grads", "config", "step_ms", "copy_ms",
+              "step_GB/s", "copy_GB/s", "ratio", "ratio_min..max");
+  const size_t nv = cfgs.size();
+  for (double nd : sizes) {
+    const size_t n = static_cast<size_t>(nd);
+    float *g, *w, *m, *v, *src, *dst;
+    uint16_t *gb, *p;
+    CK(cudaMalloc(reinterpret_cast<void**>(&g), n * 4));
+    CK(cudaMalloc(reinterpret_cast<void**>(&w), n * 4));
+    CK(cudaMalloc(reinterpret_cast<void**>(&m), n * 4));
+    CK(cudaMalloc(reinterpret_cast<void**>(&v), n * 4));
+    CK(cudaMalloc(reinterpret_cast<void**>(&gb), n * 2));
+    CK(cudaMalloc(reinterpret_cast<void**>(&p), n * 2));
+    CK(cudaMalloc(reinterpret_cast<void**>(&src), n * 8));
+    CK(cudaMalloc(reinterpret_cast<void**>(&dst), n * 8));
+    for (float* q : {g, w, m, v}) CK(cudaMemsetAsync(q, 0, n * 4, s));
+    CK(cudaMemsetAsync(gb, 0, n * 2, s));
+    CK(cudaMemsetAsync(src, 0, n * 8, s));
+    std::vector<oc::Task> ta, tb;
+    const size_t chunk = 16384;
+    for (size_t b = 0; b < n; b += chunk) {
+      const uint32_t len = static_cast<uint32_t>(std::min(chunk, n - b));
+      ta.push_back(oc::Task{b, b, b, b, len, 0, oc::kLambNorms, 0});
+      tb.push_back(oc::Task{b, b, b, b, len, 0, oc::kLambUpdate, 0});
+    }
+    tsr::opt::LambCoef c{0.5f, 0.0f, 0.9f, 0.1f, 0.999f, 0.001f, 1.0f, 1.0f, 0.0f, 1e-6f, 0.01f};
+    std::vector<tsr::opt::Sums> sums(ta.size());
+    std::vector<oc::Runner> runs(nv);
+    for (size_t i = 0; i < nv; ++i) {
+      TK(runs[i].init(0, s));
+      TK(runs[i].set_config(cfgs[i]));
+    }
+    for (bool bf16 : {false, true}) {
+      const void* gp = bf16 ? static_cast<const void*>(gb) : g;
+      uint16_t* pp = bf16 ? p : nullptr;
+      const double bytes = (bf16 ? 42.0 : 44.0) * nd;
+      auto step = [&](oc::Runner& r) {
+        TK(r.pass_a(ta, gp, bf16, w, m, v, &c, nullptr, 1, sums.data()));
+        double su = 0, sw = 0;
+        for (const tsr::opt::Sums& x : sums) sw += x.b, su += x.c;
+        const float k = static_cast<float>(1e-3 * (sw > 0 && su > 0 ? std::sqrt(sw / su) : 1.0));
+        TK(r.pass_b(tb, gp, bf16, w, m, v, pp, &c, &k, nullptr, 1));
+      };
+      auto copy = [&] { CK(cudaMemcpyAsync(dst, src, n * 8, cudaMemcpyDeviceToDevice, s)); };
+      for (oc::Runner& r : runs) step(r);
+      copy();
+      std::vector<std::vector<double>> ts(nv), ratio(nv);
+      std::vector<double> tc;
+      for (int i = 0; i < reps; ++i) {
+        const double y = time_ms(s, copy);
+        tc.push_back(y);
+        for (size_t j = 0; j < nv; ++j) {
+          const size_t k = (j + static_cast<size_t>(i)) % nv;
+          const double x = time_ms(s, [&] { step(runs[k]); });
+          ts[k].push_back(x);
+          ratio[k].push_back((bytes / x) / (16.0 * nd / y));
+        }
+      }
+      const Stat b = stat(tc);
+      for (size_t k = 0; k < nv; ++k) {
+        const Stat a = stat(ts[k]), q = stat(ratio[k]);
+        char name[64];
+        std::snprintf(name, sizeof name, "v%du%db%u", cfgs[k].vec, cfgs[k].unroll, cfgs[k].block_elems);
+        std::printf("  %12zu %5s %12s %10.4f %10.4f %12.1f %12.1f %7.3f %8.3f..%-8.3f\n", n, bf16 ? "bf16" : "f32",
+                    name, a.med, b.med, bytes / a.med * 1e-6, 16.0 * nd / b.med * 1e-6, q.med, q.lo, q.hi);
+      }
+    }
+    for (float* q : {g, w, m, v, src, dst}) CK(cudaFree(q));
+    CK(cudaFree(gb));
+    CK(cudaFree(p));
+  }
+}
+
 // ------------------------------------------------------------- attention
 void bench_attn(const std::vector<double>& sizes, int reps, cudaStream_t s) {
   namespace ac = tsr::attn::cuda;
@@ -294,7 +416,8 @@ void bench_attn(const std::vector<double>& sizes, int reps, cudaStream_t s) {
 }
 
 int usage(const char* msg) {
-  std::fprintf(stderr, "bench_cuda: %s\nusage: bench_cuda [--reps N] [--gemm n,...] [--lamb n,...] [--attn N,...]\n", msg);
+  std::fprintf(stderr, "bench_cuda: %s\nusage: bench_cuda [--reps N] [--gemm n,...] [--lamb n,...] [--attn N,...] "
+               "[--lamb-variants all|vVuUbB,...]\n", msg);
   return 2;
 }
 
@@ -303,6 +426,7 @@ int usage(const char* msg) {
 int main(int argc, char** argv) {
   int reps = 9;
   std::vector<double> gemm{4096, 8192}, lamb{1e7, 1e8}, attn{4096};
+  std::vector<tsr::opt::cuda::KernelConfig> variants;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage(("missing value after " + a).c_str());
@@ -314,6 +438,8 @@ int main(int argc, char** argv) {
       gemm = parse_list(argv[++i], &ok);
     } else if (a == "--lamb") {
       lamb = parse_list(argv[++i], &ok);
+    } else if (a == "--lamb-variants") {
+      ok = parse_variants(argv[++i], &variants);
     } else if (a == "--attn") {
       attn = parse_list(argv[++i], &ok);
     } else {
@@ -334,6 +460,7 @@ int main(int argc, char** argv) {
   for (double& x : gemm) x = std::floor(x);
   if (!gemm.empty() && gemm[0] > 0) bench_gemm(gemm, reps, s);
   if (!lamb.empty() && lamb[0] > 0) bench_lamb(lamb, reps, s);
+  if (!variants.empty() && !lamb.empty() && lamb[0] > 0) bench_lamb_variants(lamb, variants, reps, s);
   if (!attn.empty() && attn[0] > 0) bench_attn(attn, reps, s);
   CK(cudaStreamDestroy(s));
   return 0;

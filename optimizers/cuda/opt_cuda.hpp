@@ -44,6 +44,23 @@ struct Task {
   int32_t pad;
 };
 
+// How the passes walk memory (opt_cuda.cu): `vec` elements per access
+// (1: element by element; 4: float4 / 4 x bfloat16; 8: two float4 / 8 x
+// bfloat16) where the addresses allow it, `unroll` vectors per thread
+// loaded before any is used, `block_elems` elements per thread block (a
+// multiple of 8; 0: one block per task). Instantiated: vec x unroll in 1x1,
+// 1x4, 4x1, 4x2, 4x4, 8x1, 8x2. Per-element results are the same bits in
+// every configuration; the float64 sums differ in the order of additions
+// (each configuration's order is fixed). The default is the one expected
+// fastest on an H100/H200 (docs/GPU.md); bench_cuda --lamb-variants
+// measures the others in the same run.
+struct KernelConfig {
+  int vec = 4;
+  int unroll = 2;
+  uint32_t block_elems = 4096;
+  bool valid() const;
+};
+
 // The device scratch of one optimizer on one device and stream: the task
 // table, the coefficients, the per-task sums. Every call checks its
 // pointers (memory of the runner's device, INVALID_ARG naming the argument).
@@ -52,6 +69,9 @@ class Runner {
   tsr_status init(int device, cudaStream_t stream);
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
+  // INVALID_ARG for a configuration that is not instantiated.
+  tsr_status set_config(const KernelConfig& c);
+  const KernelConfig& config() const { return cfg_; }
 
   // Pass A: out[i] = task i's sums (host memory, tasks.size() entries).
   // Waits for the stream: the sums go to the host, where the per-group sums
@@ -71,11 +91,32 @@ class Runner {
   tsr_status f32_to_bf16(const float* in, uint16_t* out, size_t n);
 
  private:
-  tsr_status upload(const std::vector<Task>& tasks, const void* lamb, size_t lamb_bytes, const void* lars,
+  // slot 0: pass A's table, 1: pass B's.
+  tsr_status upload(int slot, const std::vector<Task>& tasks, const void* lamb, size_t lamb_bytes, const void* lars,
                     size_t lars_bytes, const float* k, size_t k_bytes);
+  uint32_t parts_for(const std::vector<Task>& tasks) const;
+  struct Table {
+    tsr::cuda::DeviceBuffer dev;
+    std::vector<Task> host;  // what dev holds when valid
+    bool valid = false;
+  };
+  // Page-locked host memory (cudaFreeHost on destruction), grown on demand.
+  struct Pinned {
+    void* p = nullptr;
+    size_t size = 0;
+    Pinned() = default;
+    Pinned(const Pinned&) = delete;
+    Pinned& operator=(const Pinned&) = delete;
+    ~Pinned() {
+      if (p) (void)cudaFreeHost(p);
+    }
+  };
   int device_ = -1;
   cudaStream_t stream_ = nullptr;
-  tsr::cuda::DeviceBuffer tasks_, coef_, sums_;
+  KernelConfig cfg_;
+  Pinned host_sums_;  // pass A's sums land here (a faster copy than into pageable memory)
+  Table table_[2];
+  tsr::cuda::DeviceBuffer coef_, sums_;
   std::vector<unsigned char> staging_;
 };
 

@@ -426,6 +426,127 @@ TEST(CudaOptimizer, LarsPassesMatchTheCpuKernels) {
     }
 }
 
+// Every kernel configuration (vector width, unroll, elements per block)
+// against the scalar one (vec 1, unroll 1, one block per task, the walk of
+// the first CUDA kernels): w, m, v and the bfloat16 copy bit for bit, the
+// float64 sums to 1e-12 relative (another fixed order of additions). Tasks
+// of odd sizes (1 to 16384 elements) at odd offsets, the arrays shifted
+// against each other (g, w, m, v, p each misaligned differently, and all
+// misaligned alike, so that the head peeling and the per-array fallback
+// to element loads both run), float32 and bfloat16 gradients, LAMB and
+// LARS (momentum, Nesterov, none).
+struct Shift {
+  size_t g, w, s, p, m, v;  // task offsets' shifts (elements); m and v base pointer shifts
+};
+
+struct VecRun {
+  std::vector<Sums> sums;
+  std::vector<float> w, m, v;
+  std::vector<uint16_t> p;
+};
+
+VecRun run_config(const oc::KernelConfig& cfg, bool lamb, bool bf16, int lars_variant, const Shift& sh,
+                  const std::vector<oc::Task>& ta, const std::vector<oc::Task>& tb, const OptData& d) {
+  VecRun out;
+  const size_t n = d.g.size();
+  Dev<float> g(d.g), w(d.w), m(d.m), v(d.v);
+  Dev<uint16_t> gb(d.gb), p(n);
+  EXPECT_EQ(cudaMemset(p.p, 0, n * 2), cudaSuccess);
+  const void* gp = bf16 ? static_cast<const void*>(gb.p) : g.p;
+  oc::Runner r;
+  EXPECT_EQ(r.init(0, nullptr), TSR_SUCCESS) << msg();
+  EXPECT_EQ(r.set_config(cfg), TSR_SUCCESS) << msg();
+  LambCoef lc[2] = {lamb_coef(0.5f), lamb_coef(0.25f)};
+  lc[1].l2 = 0.001f;
+  lc[1].wd = 0;
+  const float kf[2] = {0.01f, 0.003f};
+  LarsCoef pc[2];
+  for (LarsCoef& c : pc) {
+    c.gs = 0.5f;
+    c.wd = 1e-4f;
+    c.mu = lars_variant == 2 ? 0.0f : 0.9f;
+    c.a = 0.02f;
+    c.b = 1.0f;
+    c.nesterov = lars_variant == 1;
+    c.has_v = lars_variant != 2;
+  }
+  out.sums.resize(ta.size());
+  float* mp = m.p + sh.m;
+  float* vp = v.p + sh.v;
+  if (lamb) {
+    EXPECT_EQ(r.pass_a(ta, gp, bf16, w.p, mp, vp, lc, nullptr, 2, out.sums.data()), TSR_SUCCESS) << msg();
+    EXPECT_EQ(r.pass_b(tb, gp, bf16, w.p, mp, vp, bf16 ? p.p : nullptr, lc, kf, nullptr, 2), TSR_SUCCESS) << msg();
+  } else {
+    EXPECT_EQ(r.pass_a(ta, gp, bf16, w.p, mp, nullptr, nullptr, pc, 2, out.sums.data()), TSR_SUCCESS) << msg();
+    EXPECT_EQ(r.pass_b(tb, gp, bf16, w.p, mp, nullptr, bf16 ? p.p : nullptr, nullptr, nullptr, pc, 2), TSR_SUCCESS)
+        << msg();
+  }
+  out.w = w.get();
+  out.m = m.get();
+  out.v = v.get();
+  out.p = p.get();
+  return out;
+}
+
+TEST(CudaOptimizer, EveryKernelConfigurationEqualsTheScalarWalkBitForBit) {
+  const uint32_t sizes[] = {1, 3, 7, 8, 9, 31, 255, 1000, 4095, 4097, 8191, 16383, 16384, 12345};
+  const Shift shifts[] = {{0, 0, 0, 0, 0, 0}, {3, 3, 3, 3, 0, 0}, {1, 3, 2, 5, 0, 1}, {0, 2, 0, 1, 1, 0}};
+  size_t total = 0;
+  for (uint32_t k : sizes) total += k + 3;
+  OptData d(total + 16);
+  oc::KernelConfig scalar;
+  scalar.vec = 1;
+  scalar.unroll = 1;
+  scalar.block_elems = 0;
+  std::vector<oc::KernelConfig> cfgs;
+  for (int vu : {14, 41, 42, 44, 81, 82})
+    for (uint32_t be : {0u, 8u, 4096u}) {
+      oc::KernelConfig c;
+      c.vec = vu / 10;
+      c.unroll = vu % 10;
+      c.block_elems = be;
+      cfgs.push_back(c);
+    }
+  oc::KernelConfig bad;
+  bad.vec = 2;
+  oc::Runner r0;
+  ASSERT_EQ(r0.init(0, nullptr), TSR_SUCCESS) << msg();
+  EXPECT_EQ(r0.set_config(bad), TSR_ERR_INVALID_ARG);
+  for (const Shift& sh : shifts)
+    for (int algo = 0; algo < 4; ++algo)  // LAMB, LARS momentum, Nesterov, none
+      for (bool bf16 : {false, true}) {
+        const bool lamb = algo == 0;
+        std::vector<oc::Task> ta, tb;
+        size_t b = 0;
+        int i = 0;
+        for (uint32_t k : sizes) {
+          b += 1 + (i % 3);  // odd gaps: tasks at every residue
+          const int grp = i % 2;
+          int opa;
+          if (lamb) opa = i % 3 == 0 ? oc::kLambNorms : i % 3 == 1 ? oc::kLambUnorm : oc::kSumsq;
+          else opa = i % 3 == 0 ? oc::kLarsNorms : i % 3 == 1 ? oc::kLarsUnorm : oc::kNone;
+          ta.push_back(oc::Task{b + sh.g, b + sh.w, b + sh.s, b + sh.p, k, grp, opa, 0});
+          tb.push_back(oc::Task{b + sh.g, b + sh.w, b + sh.s, b + sh.p, k, grp,
+                                lamb ? oc::kLambUpdate : oc::kLarsUpdate, 0});
+          b += k;
+          ++i;
+        }
+        const int lv = lamb ? 0 : algo - 1;
+        const VecRun want = run_config(scalar, lamb, bf16, lv, sh, ta, tb, d);
+        for (const oc::KernelConfig& c : cfgs) {
+          SCOPED_TRACE(::testing::Message() << "config v" << c.vec << "u" << c.unroll << "b" << c.block_elems
+                                            << " algo " << algo << " bf16 " << bf16 << " shifts " << sh.g << sh.w
+                                            << sh.s << sh.p << sh.m << sh.v);
+          const VecRun got = run_config(c, lamb, bf16, lv, sh, ta, tb, d);
+          for (size_t t = 0; t < ta.size(); ++t) expect_sums(want.sums[t], got.sums[t], "pass A", t);
+          EXPECT_EQ(std::memcmp(got.w.data(), want.w.data(), got.w.size() * 4), 0) << "w";
+          EXPECT_EQ(std::memcmp(got.m.data(), want.m.data(), got.m.size() * 4), 0) << "m";
+          EXPECT_EQ(std::memcmp(got.v.data(), want.v.data(), got.v.size() * 4), 0) << "v";
+          EXPECT_EQ(got.p, want.p) << "bfloat16 parameters";
+        }
+      }
+}
+
 TEST(CudaOptimizer, ConversionsMatchTheCpu) {
   const size_t n = 5000;
   std::vector<float> f(n);
