@@ -2,7 +2,7 @@
 // side by side in one run, nccl-tests-style table (one line per case):
 //
 //   bench_cuda [--reps 9] [--gemm 4096,8192] [--lamb 1e7,1e8] [--attn 4096]
-//              [--lamb-variants all|v4u2b4096,...]
+//              [--lamb-variants all|v4u2b4096,...] [--ring 4096]
 //
 //  gemm  tessera's local product (tsr::cuda::gemm: argument and pointer
 //        checks, then cublasGemmEx_64, CUBLAS_COMPUTE_32F) against plain
@@ -35,6 +35,14 @@
 //        backward (bwd_delta + bwd_block), B=1, H=16, d=128, N queries and
 //        keys, causal off and on: TFLOP/s from 4 B H N^2 d (forward) and 10 B
 //        H N^2 d (backward) (halved for causal).
+//  ring  tessera's ring attention on device tensors (tsr_attn_forward and
+//        tsr_attn_backward, TSR_ATTN_RING, one rank: a ring over
+//        MPI_COMM_SELF, context bound to device 0 and the benchmark's
+//        stream; argument checks, agreement, workspace from cudaMallocAsync,
+//        the same CUDA block kernels) against the bare block kernels of
+//        `attn` on the same shapes (B=1, H=16, d=128, N tokens, causal off
+//        and on), alternated within every round. ratio = block time / ring
+//        time (1.0: the ring adds nothing at one rank).
 // Each figure is the median of --reps timed rounds (CUDA events) after one
 // warm-up; the variants of a case alternate within every round; min and
 // max are printed as the spread. Exit 2 for a bad command line; exit 0 with
@@ -50,7 +58,12 @@
 #include <string>
 #include <vector>
 
+#include <mpi.h>
+
 #include "attn_cuda.hpp"
+#include "tessera/attention.h"
+#include "tessera/device.h"
+#include "tessera/tessera.h"
 #include "core.hpp"
 #include "device.hpp"
 #include "gemm_cuda.hpp"
@@ -415,9 +428,96 @@ void bench_attn(const std::vector<double>& sizes, int reps, cudaStream_t s) {
   }
 }
 
+// ------------------------------------------------- ring attention (1 rank)
+#define TT(x)                                                                                     \
+  do {                                                                                            \
+    if ((x) != TSR_SUCCESS) {                                                                     \
+      std::fprintf(stderr, "bench_cuda: %s: %s\n", #x, tsr_last_error(nullptr));                  \
+      std::exit(1);                                                                               \
+    }                                                                                             \
+  } while (0)
+
+void bench_ring(const std::vector<double>& sizes, int reps, cudaStream_t s) {
+  namespace ac = tsr::attn::cuda;
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+      std::fprintf(stderr, "bench_cuda: MPI_Init_thread failed\n");
+      std::exit(1);
+    }
+  }
+  tsr_context ctx = nullptr;
+  TT(tsr_context_create(MPI_COMM_SELF, &ctx));
+  TT(tsr_context_set_device(ctx, 0, s));
+  tsr_ring ring = nullptr;
+  TT(tsr_ring_create_comm(ctx, MPI_COMM_SELF, &ring));
+  header("ring: tsr ring attention on device tensors, 1 rank, float32, B=1 H=16 d=128, vs the bare block kernels");
+  std::printf("# %8s %7s %10s %10s %10s %10s %12s %12s %9s %9s\n", "N", "causal", "fwd_ms", "bwd_ms", "blk_fwd_ms",
+              "blk_bwd_ms", "fwd_TFLOPs", "bwd_TFLOPs", "fwd_ratio", "bwd_ratio");
+  for (double nd : sizes) {
+    const size_t N = static_cast<size_t>(nd), H = 16, d = 128;
+    const size_t e = H * N * d;
+    float *q, *k, *v, *o, *mm, *l, *lse, *dout, *delta, *dq, *dk, *dv, *o2, *lse2;
+    for (float** p : {&q, &k, &v, &o, &dout, &dq, &dk, &dv, &o2}) CK(cudaMalloc(reinterpret_cast<void**>(p), e * 4));
+    for (float** p : {&mm, &l, &lse, &delta, &lse2}) CK(cudaMalloc(reinterpret_cast<void**>(p), H * N * 4));
+    for (float* p : {q, k, v, dout}) CK(cudaMemsetAsync(p, 0x3c, e * 4, s));
+    std::vector<int64_t> pos(N);
+    for (size_t i = 0; i < N; ++i) pos[i] = static_cast<int64_t>(i);
+    int64_t* dpos;
+    CK(cudaMalloc(reinterpret_cast<void**>(&dpos), N * 8));
+    CK(cudaMemcpy(dpos, pos.data(), N * 8, cudaMemcpyHostToDevice));
+    for (bool causal : {false, true}) {
+      const ac::Shape sh{1, H, H, d, 1.0f / std::sqrt(128.0f), causal};
+      const ac::On on{0, s};
+      tsr_attn_config cfg = TSR_ATTN_CONFIG_INIT;
+      cfg.causal = causal ? 1 : 0;
+      cfg.seq_len = N;
+      tsr_attn_tensor tq{q, 1, H, N, d}, tk{k, 1, H, N, d}, tv{v, 1, H, N, d}, to{o2, 1, H, N, d},
+          tl{lse2, 1, H, N, 1}, tdo{dout, 1, H, N, d}, tdq{dq, 1, H, N, d}, tdk{dk, 1, H, N, d},
+          tdv{dv, 1, H, N, d};
+      auto rfwd = [&] { TT(tsr_attn_forward(ring, &cfg, &tq, &tk, &tv, nullptr, &to, &tl)); };
+      auto rbwd = [&] { TT(tsr_attn_backward(ring, &cfg, &tq, &tk, &tv, nullptr, &to, &tl, &tdo, &tdq, &tdk, &tdv)); };
+      auto bfwd = [&] {
+        TK(ac::fwd_init(on, sh, N, o, mm, l));
+        TK(ac::fwd_block(on, sh, q, N, dpos, k, v, N, dpos, nullptr, o, mm, l));
+        TK(ac::fwd_finish(on, sh, N, o, mm, l, lse));
+      };
+      auto bbwd = [&] {
+        CK(cudaMemsetAsync(dq, 0, e * 4, s));
+        CK(cudaMemsetAsync(dk, 0, e * 4, s));
+        CK(cudaMemsetAsync(dv, 0, e * 4, s));
+        TK(ac::bwd_delta(on, sh, N, o, dout, delta));
+        TK(ac::bwd_block(on, sh, q, N, dpos, k, v, N, dpos, nullptr, dout, lse, delta, dq, dk, dv));
+      };
+      rfwd();
+      rbwd();
+      bfwd();
+      bbwd();
+      std::vector<double> rf, rb, bf, bb;
+      for (int i = 0; i < reps; ++i) {
+        rf.push_back(time_ms(s, rfwd));
+        bf.push_back(time_ms(s, bfwd));
+        rb.push_back(time_ms(s, rbwd));
+        bb.push_back(time_ms(s, bbwd));
+      }
+      const double f = ac::fwd_flops(sh, N, N) * (causal ? 0.5 : 1.0);
+      const Stat a = stat(rf), b = stat(rb), c = stat(bf), dd = stat(bb);
+      std::printf("  %8zu %7d %10.3f %10.3f %10.3f %10.3f %12.2f %12.2f %9.3f %9.3f\n", N, causal ? 1 : 0, a.med,
+                  b.med, c.med, dd.med, f / a.med * 1e-9, 2.5 * f / b.med * 1e-9, c.med / a.med, dd.med / b.med);
+    }
+    for (float* p : {q, k, v, o, dout, dq, dk, dv, mm, l, lse, delta, o2, lse2}) CK(cudaFree(p));
+    CK(cudaFree(dpos));
+  }
+  TT(tsr_ring_destroy(&ring));
+  TT(tsr_context_set_device(ctx, -1, nullptr));
+  TT(tsr_context_destroy(&ctx));
+}
+
 int usage(const char* msg) {
   std::fprintf(stderr, "bench_cuda: %s\nusage: bench_cuda [--reps N] [--gemm n,...] [--lamb n,...] [--attn N,...] "
-               "[--lamb-variants all|vVuUbB,...]\n", msg);
+               "[--lamb-variants all|vVuUbB,...] [--ring N,...]\n", msg);
   return 2;
 }
 
@@ -425,7 +525,7 @@ int usage(const char* msg) {
 
 int main(int argc, char** argv) {
   int reps = 9;
-  std::vector<double> gemm{4096, 8192}, lamb{1e7, 1e8}, attn{4096};
+  std::vector<double> gemm{4096, 8192}, lamb{1e7, 1e8}, attn{4096}, ringn{4096};
   std::vector<tsr::opt::cuda::KernelConfig> variants;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -442,6 +542,8 @@ int main(int argc, char** argv) {
       ok = parse_variants(argv[++i], &variants);
     } else if (a == "--attn") {
       attn = parse_list(argv[++i], &ok);
+    } else if (a == "--ring") {
+      ringn = parse_list(argv[++i], &ok);
     } else {
       return usage(("unknown option " + a).c_str());
     }
@@ -462,6 +564,11 @@ int main(int argc, char** argv) {
   if (!lamb.empty() && lamb[0] > 0) bench_lamb(lamb, reps, s);
   if (!variants.empty() && !lamb.empty() && lamb[0] > 0) bench_lamb_variants(lamb, variants, reps, s);
   if (!attn.empty() && attn[0] > 0) bench_attn(attn, reps, s);
+  if (!ringn.empty() && ringn[0] > 0) bench_ring(ringn, reps, s);
   CK(cudaStreamDestroy(s));
+  int inited = 0, finalized = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (inited && !finalized) MPI_Finalize();
   return 0;
 }

@@ -9,11 +9,18 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "attention_impl.hpp"
 #include "device.hpp"
+#include "device_transport.hpp"
 #include "ring.hpp"
+#include "tessera/tsr_config.h"
+
+#if TSR_HAVE_CUDA
+#include "attn_cuda.hpp"
+#endif
 
 namespace tsr {
 namespace attn {
@@ -41,6 +48,11 @@ struct Shape {
   int p = 1, r = 0;
   size_t B = 0, H = 1, G = 1, d = 1, N = 0, n = 0, nmax = 0;
   std::vector<size_t> lens, offs;  // per rank: shard length, offset in layout order
+  // Device tensors (docs/GPU.md, "Ring attention"): the context's device and
+  // stream; the workspace is device memory and the blocks run as CUDA kernels.
+  bool device = false;
+  int dev = -1;
+  void* stream = nullptr;
 };
 
 void fill_lens(Shape& s) {
@@ -105,6 +117,114 @@ void unpack_back(T* dst, const T* part, size_t B, size_t Htot, size_t h0, size_t
       if (n > 0) std::memcpy(dst + ((b * Htot + h0 + hh) * n) * row, part + (b * nh + hh) * nmax * row, n * row * sizeof(T));
 }
 
+// ------------------------------------------------------------- block ops
+// The seam between the ring algorithm (Call::run_ring, one for both) and the
+// kernels of one block: the host kernels (attn_kernel.cpp, CBLAS) or the
+// CUDA kernels (cuda/attn_cuda.cu, float32, asynchronous on the context's
+// stream). rows() fills the positions (and, on the host, the segments) of a
+// rank's tokens into pos (a workspace buffer in the same memory as the
+// tensors).
+template <class T>
+struct HostOps {
+  const Shape& s;
+  const Geo<T>& g;
+  tsr_status rows(int rank, int64_t* pos, Seg* segs, Rows* out) const {
+    positions(s.layout, s.N, s.p, rank, pos);
+    out->n = s.lens[static_cast<size_t>(rank)];
+    out->pos = pos;
+    out->segs = segs;
+    out->nsegs = segments(s.layout, s.N, s.p, rank, 0, segs);
+    return TSR_SUCCESS;
+  }
+  tsr_status init(size_t nq, T* o, T* m, T* l) const {
+    fwd_init(g, nq, o, m, l);
+    return TSR_SUCCESS;
+  }
+  tsr_status fwd(const T* q, const Rows& qr, const T* k, const T* v, const Rows& kr, const uint8_t* km, T* o, T* m,
+                 T* l, T* tile, const Poke& poke) const {
+    fwd_block(g, q, qr, k, v, kr, km, o, m, l, tile, poke);
+    return TSR_SUCCESS;
+  }
+  tsr_status finish(size_t nq, T* o, const T* m, const T* l, T* lse) const {
+    fwd_finish(g, nq, o, m, l, lse);
+    return TSR_SUCCESS;
+  }
+  tsr_status delta(size_t nq, const T* out, const T* dout, T* d) const {
+    bwd_delta(g, nq, out, dout, d);
+    return TSR_SUCCESS;
+  }
+  tsr_status zero(T* p, size_t n) const {
+    if (n > 0) std::memset(p, 0, n * sizeof(T));
+    return TSR_SUCCESS;
+  }
+  tsr_status bwd(const T* q, const Rows& qr, const T* k, const T* v, const Rows& kr, const uint8_t* km, const T* dout,
+                 const T* lse, const T* delta, T* dq, T* dk, T* dv, T* tiles, const Poke& poke) const {
+    bwd_block(g, q, qr, k, v, kr, km, dout, lse, delta, dq, dk, dv, tiles, poke);
+    return TSR_SUCCESS;
+  }
+};
+
+#if TSR_HAVE_CUDA
+// float32 only (check_call refuses other types on the device before the
+// agreement); the score tiles of the host kernels are not used.
+struct CudaOps {
+  const Shape& s;
+  cuda::On on;
+  cuda::Shape cs;
+  CudaOps(const Shape& sh, const Geo<float>& g) : s(sh) {
+    on.device = sh.dev;
+    on.stream = static_cast<cudaStream_t>(sh.stream);
+    cs.B = g.B, cs.H = g.H, cs.G = g.G, cs.d = g.d;
+    cs.scale = g.scale;
+    cs.causal = g.causal;
+  }
+  bool empty() const { return s.B == 0; }  // nothing to compute (the kernels refuse batch 0)
+  tsr_status rows(int rank, int64_t* pos, Seg*, Rows* out) const {
+    const size_t P = static_cast<size_t>(s.p), R = static_cast<size_t>(rank), N = s.N;
+    const size_t len = s.lens[R];
+    size_t c0 = len;
+    int64_t s0 = 0, s1 = 0, stride = 1;
+    switch (s.layout) {
+      case TSR_ATTN_LAYOUT_CONTIGUOUS: s0 = static_cast<int64_t>(part_start(N, P, R)); break;
+      case TSR_ATTN_LAYOUT_ZIGZAG:
+        c0 = part_size(N, 2 * P, R);
+        s0 = static_cast<int64_t>(part_start(N, 2 * P, R));
+        s1 = static_cast<int64_t>(part_start(N, 2 * P, 2 * P - 1 - R));
+        break;
+      case TSR_ATTN_LAYOUT_STRIPED:
+        s0 = static_cast<int64_t>(R);
+        stride = static_cast<int64_t>(P);
+        break;
+    }
+    out->n = len;
+    out->pos = pos;
+    out->segs = nullptr;
+    out->nsegs = 0;
+    return cuda::positions(on, len, c0, s0, s1, stride, pos);
+  }
+  tsr_status init(size_t nq, float* o, float* m, float* l) const {
+    return empty() ? TSR_SUCCESS : cuda::fwd_init(on, cs, nq, o, m, l);
+  }
+  tsr_status fwd(const float* q, const Rows& qr, const float* k, const float* v, const Rows& kr, const uint8_t* km,
+                 float* o, float* m, float* l, float*, const Poke&) const {
+    return empty() ? TSR_SUCCESS : cuda::fwd_block(on, cs, q, qr.n, qr.pos, k, v, kr.n, kr.pos, km, o, m, l);
+  }
+  tsr_status finish(size_t nq, float* o, const float* m, const float* l, float* lse) const {
+    return empty() ? TSR_SUCCESS : cuda::fwd_finish(on, cs, nq, o, m, l, lse);
+  }
+  tsr_status delta(size_t nq, const float* out, const float* dout, float* d) const {
+    return empty() ? TSR_SUCCESS : cuda::bwd_delta(on, cs, nq, out, dout, d);
+  }
+  tsr_status zero(float* p, size_t n) const { return ringdev::zero(on.device, s.stream, p, n * sizeof(float)); }
+  tsr_status bwd(const float* q, const Rows& qr, const float* k, const float* v, const Rows& kr, const uint8_t* km,
+                 const float* dout, const float* lse, const float* delta, float* dq, float* dk, float* dv, float*,
+                 const Poke&) const {
+    return empty() ? TSR_SUCCESS
+                   : cuda::bwd_block(on, cs, q, qr.n, qr.pos, k, v, kr.n, kr.pos, km, dout, lse, delta, dq, dk, dv);
+  }
+};
+#endif
+
 // ---------------------------------------------------------------- the call
 // prepare(): local, allocates everything (on a dry tracker: only counts);
 // run(): communicates. One object per call.
@@ -141,6 +261,7 @@ class Call {
   tsr_status exchange(std::unique_ptr<RingExchange>* x, std::vector<RingBuf> bufs) {
     x->reset(new (std::nothrow) RingExchange(mem_, s_.p, std::move(bufs)));
     if (!*x) return fail(TSR_ERR_NO_MEMORY, "allocating a ring exchange");
+    if (s_.device) (*x)->set_device(s_.dev, s_.stream);
     return (*x)->prepare();
   }
   // The rank's own rows (queries) and the rows of the key block of `src`.
@@ -166,7 +287,8 @@ class Call {
   }
 
   tsr_status prepare_ring();
-  tsr_status run_ring(tsr_ring_s& ring);
+  template <class Ops>
+  tsr_status run_ring(tsr_ring_s& ring, const Ops& ops);
   tsr_status prepare_two_pass();
   tsr_status run_two_pass(tsr_ring_s& ring);
   tsr_status prepare_alltoall();
@@ -198,7 +320,13 @@ tsr_status Call<T>::prepare() {
 template <class T>
 tsr_status Call<T>::run(tsr_ring_s& ring) {
   switch (s_.variant) {
-    case TSR_ATTN_RING: return run_ring(ring);
+    case TSR_ATTN_RING:
+#if TSR_HAVE_CUDA
+      if constexpr (std::is_same<T, float>::value)
+        if (s_.device) return run_ring(ring, CudaOps(s_, g_));
+#endif
+      if (s_.device) return fail(TSR_ERR_INTERNAL, "device attention without its CUDA kernels");
+      return run_ring(ring, HostOps<T>{s_, g_});
     case TSR_ATTN_RING_TWO_PASS: return run_two_pass(ring);
     case TSR_ATTN_ALLTOALL: return run_alltoall(ring);
   }
@@ -208,13 +336,15 @@ tsr_status Call<T>::run(tsr_ring_s& ring) {
 // -------------------------------------------------------------------- ring
 // Forward: w0 = l (B*H*n), w1 = one score tile; m lives in lse.
 // Backward: w0 = D (B*H*n), w1 = two tiles; dk, dv are travelling sums.
+// On the device the same buffers are device memory, except the score tiles
+// (the CUDA kernels keep their tiles in shared memory).
 template <class T>
 tsr_status Call<T>::prepare_ring() {
   const size_t rows = s_.B * s_.H * s_.n, kvt = s_.B * s_.G * s_.d;
   TSR_TRY(qpos_.alloc(&mem_, s_.n, "query positions"));
   TSR_TRY(kpos_.alloc(&mem_, s_.nmax, "key positions"));
   TSR_TRY(w_[0].alloc(&mem_, rows, s_.backward ? "D = rowsum(dout*out)" : "softmax sums"));
-  TSR_TRY(w_[1].alloc(&mem_, (s_.backward ? 2 : 1) * kBq * kBk, "score tiles"));
+  if (!s_.device) TSR_TRY(w_[1].alloc(&mem_, (s_.backward ? 2 : 1) * kBq * kBk, "score tiles"));
   std::vector<RingBuf> bufs{circ(x_.k, s_.type, kvt), circ(x_.v, s_.type, kvt)};
   if (s_.mask) bufs.push_back(circ(x_.km, TSR_BYTE, s_.B));
   if (s_.backward) {
@@ -224,38 +354,46 @@ tsr_status Call<T>::prepare_ring() {
   return exchange(&x1_, std::move(bufs));
 }
 
+// One algorithm for both memories: the ops place the work (host kernels, or
+// CUDA kernels queued on the context's stream while the next blocks travel).
+// A failing block op stops this rank's callbacks; the exchange still moves
+// every block (no rank waits forever) and the status is returned.
 template <class T>
-tsr_status Call<T>::run_ring(tsr_ring_s& ring) {
-  const Rows qr = own_rows();
+template <class Ops>
+tsr_status Call<T>::run_ring(tsr_ring_s& ring, const Ops& ops) {
+  Rows qr;
+  tsr_status pre = ops.rows(s_.r, qpos_.data(), qsegs_, &qr);
   const Poke poke = poker(x1_.get());
   const size_t nmask = s_.mask ? 1 : 0;
   tsr_status cb = TSR_SUCCESS;
   if (!s_.backward) {
     T* l = w_[0].data();
-    fwd_init(g_, s_.n, x_.o, x_.lse, l);
+    if (pre == TSR_SUCCESS) pre = ops.init(s_.n, x_.o, x_.lse, l);
     TSR_TRY(x1_->run(
         ring,
-        [&](int, int src, void* const* blk) {
-          const Rows kr = key_rows(src);
-          fwd_block(g_, x_.q, qr, static_cast<const T*>(blk[0]), static_cast<const T*>(blk[1]), kr,
-                    s_.mask ? static_cast<const uint8_t*>(blk[2]) : nullptr, x_.o, x_.lse, l, w_[1].data(), poke);
-          return TSR_SUCCESS;
+        [&](int, int src, void* const* blk) -> tsr_status {
+          TSR_TRY(pre);
+          Rows kr;
+          TSR_TRY(ops.rows(src, kpos_.data(), ksegs_, &kr));
+          return ops.fwd(x_.q, qr, static_cast<const T*>(blk[0]), static_cast<const T*>(blk[1]), kr,
+                         s_.mask ? static_cast<const uint8_t*>(blk[2]) : nullptr, x_.o, x_.lse, l, w_[1].data(), poke);
         },
         &cb));
-    fwd_finish(g_, s_.n, x_.o, x_.lse, l, x_.lse);
-    return cb;
+    if (cb != TSR_SUCCESS) return cb;
+    return ops.finish(s_.n, x_.o, x_.lse, l, x_.lse);
   }
   T* delta = w_[0].data();
-  bwd_delta(g_, s_.n, x_.o_in, x_.dout, delta);
-  if (s_.B * s_.H * s_.n * s_.d > 0) std::memset(x_.dq, 0, s_.B * s_.H * s_.n * s_.d * sizeof(T));
+  if (pre == TSR_SUCCESS) pre = ops.delta(s_.n, x_.o_in, x_.dout, delta);
+  if (pre == TSR_SUCCESS) pre = ops.zero(x_.dq, s_.B * s_.H * s_.n * s_.d);
   TSR_TRY(x1_->run(
       ring,
-      [&](int, int src, void* const* blk) {
-        const Rows kr = key_rows(src);
-        bwd_block(g_, x_.q, qr, static_cast<const T*>(blk[0]), static_cast<const T*>(blk[1]), kr,
-                  s_.mask ? static_cast<const uint8_t*>(blk[2]) : nullptr, x_.dout, x_.lse_in, delta, x_.dq,
-                  static_cast<T*>(blk[2 + nmask]), static_cast<T*>(blk[3 + nmask]), w_[1].data(), poke);
-        return TSR_SUCCESS;
+      [&](int, int src, void* const* blk) -> tsr_status {
+        TSR_TRY(pre);
+        Rows kr;
+        TSR_TRY(ops.rows(src, kpos_.data(), ksegs_, &kr));
+        return ops.bwd(x_.q, qr, static_cast<const T*>(blk[0]), static_cast<const T*>(blk[1]), kr,
+                       s_.mask ? static_cast<const uint8_t*>(blk[2]) : nullptr, x_.dout, x_.lse_in, delta, x_.dq,
+                       static_cast<T*>(blk[2 + nmask]), static_cast<T*>(blk[3 + nmask]), w_[1].data(), poke);
       },
       &cb));
   return cb;
@@ -537,6 +675,7 @@ struct Args {
   const tsr_attn_tensor *dout = nullptr, *dq = nullptr, *dk = nullptr, *dv = nullptr;
   bool backward = false;
   bool dry = false;  // a workspace query: shapes only, no data
+  tsr_ring ring = nullptr;  // the call's ring (null in a workspace query)
 };
 
 tsr_status check_config(const tsr_attn_config* cfg) {
@@ -570,12 +709,68 @@ tsr_status check_tensor(const tsr_attn_tensor* t, const char* name, size_t batch
   size_t elems = 0;
   if (!mul(&elems, {batch, heads, seq, dim})) return fail(TSR_ERR_SHAPE, "%s: the element count overflows", name);
   if (need_data && elems > 0 && t->data == nullptr) return fail(TSR_ERR_INVALID_ARG, "%s.data is NULL", name);
-  // Device tensors (issue 17): the CUDA attention block exists
-  // (collectives/cuda/attn_cuda.hpp) but the ring's buffers and exchanges
-  // are on the host: refuse rather than read device memory on the host.
-  if (need_data && elems > 0 && device::space_of(t->data) == device::Space::device)
-    return fail(TSR_ERR_UNSUPPORTED, "%s.data is CUDA device memory; ring attention takes host tensors in this "
-                "version (docs/ATTENTION.md, \"CUDA\")", name);
+  return TSR_SUCCESS;
+}
+
+// Where the tensors of a call live (docs/GPU.md, "Ring attention"): all in
+// host memory, or all in device memory of the context's device (then the
+// ring variant in float32 runs on the device). Decided by the non-empty
+// tensors; a rank holding no token goes by its non-null pointers, else by
+// whether the context is bound to a device. Fills s->device, dev, stream.
+tsr_status check_space(const Args& a, Shape* s) {
+  struct T {
+    const tsr_attn_tensor* t;
+    const char* name;
+  };
+  const T all[] = {{a.q, "q"},       {a.k, "k"},       {a.v, "v"},   {a.mask, "key_mask"}, {a.out, "out"},
+                   {a.lse, "lse"},   {a.dout, "dout"}, {a.dq, "dq"}, {a.dk, "dk"},         {a.dv, "dv"}};
+  const tsr_context_s* ctx = a.ring->ctx;
+  const char *dev_name = nullptr, *host_name = nullptr;
+  const char *dev_ptr = nullptr, *host_ptr = nullptr;  // among empty tensors with a pointer
+  for (const T& x : all) {
+    if (x.t == nullptr || x.t->data == nullptr) continue;
+    if (!a.backward && (x.t == a.dout || x.t == a.dq || x.t == a.dk || x.t == a.dv)) continue;
+    device::Space sp = device::Space::host;
+    const std::string arg = std::string(x.name) + ".data";
+    TSR_TRY(device::check_buffer(ctx, x.t->data, arg.c_str(), &sp));
+    const bool empty = x.t->batch * x.t->heads * x.t->seq * x.t->dim == 0;
+    const char*& slot = sp == device::Space::device ? (empty ? dev_ptr : dev_name) : (empty ? host_ptr : host_name);
+    if (slot == nullptr) slot = x.name;
+  }
+  if (dev_name != nullptr && host_name != nullptr)
+    return fail(TSR_ERR_INVALID_ARG, "%s.data is host memory but %s.data is CUDA device memory: pass every tensor of "
+                "an attention call in one memory space", host_name, dev_name);
+  if (dev_name != nullptr) s->device = true;
+  else if (host_name != nullptr) s->device = false;
+  else if (dev_ptr != nullptr && host_ptr == nullptr) s->device = true;
+  else if (host_ptr != nullptr && dev_ptr == nullptr) s->device = false;
+  else s->device = ctx->cuda_device >= 0;
+  if (!s->device) return TSR_SUCCESS;
+  const char* what = dev_name != nullptr ? dev_name : "the call";
+  if (ctx->cuda_device < 0)  // only reached by a rank without tokens and with no pointer
+    return fail(TSR_ERR_STATE, "device tensors need a context bound to a device (tsr_context_set_device)");
+  s->dev = ctx->cuda_device;
+  s->stream = ctx->cuda_stream;
+  if (s->variant != TSR_ATTN_RING)
+    return fail(TSR_ERR_UNSUPPORTED, "%s.data is CUDA device memory: on the device only cfg->variant = TSR_ATTN_RING "
+                "runs in this version (not %s)", what,
+                s->variant == TSR_ATTN_RING_TWO_PASS ? "TSR_ATTN_RING_TWO_PASS" : "TSR_ATTN_ALLTOALL");
+  if (s->type != TSR_FLOAT32)
+    return fail(TSR_ERR_UNSUPPORTED, "%s.data is CUDA device memory: the CUDA attention kernels take cfg->type = "
+                "TSR_FLOAT32 (not %s)", what, dtype_name(s->type));
+#if TSR_HAVE_CUDA
+  if (s->d > cuda::kMaxDim)
+    return fail(TSR_ERR_UNSUPPORTED, "q.dim = %zu: the CUDA attention kernels take head_dim 1 .. %zu", s->d,
+                cuda::kMaxDim);
+#endif
+  size_t rows = 0;
+  if (!mul(&rows, {s->B, s->H, s->nmax / 8 + 1}) || rows > 0x7fffffffu)
+    return fail(TSR_ERR_UNSUPPORTED, "batch*heads*local_len = %zu*%zu*%zu: too many rows for one CUDA launch", s->B,
+                s->H, s->nmax);
+  const Comm& c = *a.ring->comm;
+  const char* why = nullptr;
+  if (c.size() > 1 && !device::can_move_device(c, &why))
+    return fail(TSR_ERR_UNSUPPORTED, "%s.data is CUDA device memory, which the ring cannot move: %s", what, why);
   return TSR_SUCCESS;
 }
 
@@ -672,6 +867,7 @@ tsr_status check_call(const Args& a, int p, int r, Shape* s) {
   size_t chk = 0;
   if (!mul(&chk, {s->B, s->H + 2 * s->G, s->nmax, s->d, static_cast<size_t>(p), 8}))
     return fail(TSR_ERR_UNSUPPORTED, "the tensors are too large (sizes overflow)");
+  if (!a.dry) TSR_TRY(check_space(a, s));
   return TSR_SUCCESS;
 }
 
@@ -692,7 +888,8 @@ std::vector<Same> named(const Shape& s, bool backward) {
           {"heads", static_cast<int64_t>(s.H)},
           {"kv_heads", static_cast<int64_t>(s.G)},
           {"dim", static_cast<int64_t>(s.d)},
-          {"key_mask (given or NULL)", s.mask, true}};
+          {"key_mask (given or NULL)", s.mask, true},
+          {"the tensors' memory (0: host, 1: CUDA device)", s.device}};
 }
 
 template <class T>
@@ -727,9 +924,12 @@ tsr_status execute(tsr_ring ring, const Args& a) {
     dry.dry = true;
     Call<T> plan(s, Data<T>(), dry);
     local = plan.prepare();
-    if (local == TSR_SUCCESS) local = ring->mem.reserve(dry.dry_arena_peak);
+    if (local == TSR_SUCCESS && !s.device) local = ring->mem.reserve(dry.dry_arena_peak);
   }
   if (local == TSR_SUCCESS) {
+    // Device tensors: the workspace is device memory (cudaMallocAsync on the
+    // context's stream), counted by the ring's tracker like the arena.
+    DeviceMode mode(ring->mem, s.device, s.dev, s.stream);
     call.reset(new (std::nothrow) Call<T>(s, data_of<T>(a), ring->mem));
     local = call ? call->prepare() : fail(TSR_ERR_NO_MEMORY, "allocating an attention call");
   }
@@ -763,7 +963,7 @@ tsr_status tsr_attn_forward(tsr_ring ring, const tsr_attn_config* cfg, const tsr
                             const tsr_attn_tensor* k, const tsr_attn_tensor* v, const tsr_attn_tensor* key_mask,
                             const tsr_attn_tensor* out, const tsr_attn_tensor* lse) {
   tsr::attn::Args a;
-  a.cfg = cfg, a.q = q, a.k = k, a.v = v, a.mask = key_mask, a.out = out, a.lse = lse;
+  a.cfg = cfg, a.q = q, a.k = k, a.v = v, a.mask = key_mask, a.out = out, a.lse = lse, a.ring = ring;
   return finish(ctx_of(ring), "tsr_attn_forward", tsr::attn::dispatch(ring, a));
 }
 
@@ -773,7 +973,7 @@ tsr_status tsr_attn_backward(tsr_ring ring, const tsr_attn_config* cfg, const ts
                              const tsr_attn_tensor* dq, const tsr_attn_tensor* dk, const tsr_attn_tensor* dv) {
   tsr::attn::Args a;
   a.cfg = cfg, a.q = q, a.k = k, a.v = v, a.mask = key_mask, a.out = out, a.lse = lse;
-  a.dout = dout, a.dq = dq, a.dk = dk, a.dv = dv, a.backward = true;
+  a.dout = dout, a.dq = dq, a.dk = dk, a.dv = dv, a.backward = true, a.ring = ring;
   return finish(ctx_of(ring), "tsr_attn_backward", tsr::attn::dispatch(ring, a));
 }
 

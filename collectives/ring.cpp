@@ -9,6 +9,7 @@
 
 #include "device_transport.hpp"
 #include "grid.hpp"
+#include "tessera/tsr_config.h"
 
 namespace tsr {
 
@@ -40,6 +41,19 @@ size_t max_count(const RingBuf& b) {
 }
 
 }  // namespace
+
+tsr_status RingExchange::zero(void* p, size_t bytes) const {
+  if (bytes == 0) return TSR_SUCCESS;
+  if (device_ >= 0) return ringdev::zero(device_, stream_, p, bytes);
+  std::memset(p, 0, bytes);
+  return TSR_SUCCESS;
+}
+
+tsr_status RingExchange::add(tsr_dtype type, void* acc, const void* x, size_t n) const {
+  if (device_ >= 0) return ringdev::add(device_, stream_, type, acc, x, n);
+  add_into(type, acc, x, n);
+  return TSR_SUCCESS;
+}
 
 tsr_status RingExchange::prepare() {
   const int p = p_;
@@ -94,7 +108,7 @@ tsr_status RingExchange::run(tsr_ring_s& ring, const RingStepFn& fn, tsr_status*
   for (size_t i = 0; i < nb; ++i) {
     RingBuf& b = bufs_[i];
     if (b.accumulate) {
-      if (b.counts[static_cast<size_t>(r)] > 0) std::memset(b.data, 0, b.counts[static_cast<size_t>(r)] * tsr_dtype_size(b.type));
+      TSR_TRY(zero(b.data, b.counts[static_cast<size_t>(r)] * tsr_dtype_size(b.type)));
     } else {
       cur[i] = b.data;
     }
@@ -112,6 +126,16 @@ tsr_status RingExchange::run(tsr_ring_s& ring, const RingStepFn& fn, tsr_status*
     }
   } running(ring, this);
   auto slot = [&](size_t i, int k) { return slots_[first_slot_[i] + static_cast<size_t>(k)].data(); };
+  // Device buffers: a message of no elements still moves (both sides know
+  // every count), from a device pointer, so that both sides take the same
+  // route (a null or host pointer of an empty block would go to host MPI):
+  // the buffer's first slot, which is device memory. A buffer empty on
+  // every rank (no slot memory) moves nothing on the device.
+  auto mv = [&](size_t i, void* p, size_t count) -> void* {
+    if (device_ < 0 || count > 0) return p;
+    return first_slot_[i] < slots_.size() ? slot(i, 0) : nullptr;
+  };
+  auto skip = [&](size_t i) { return device_ >= 0 && max_count(bufs_[i]) == 0; };
   auto wait_req = [&](size_t k) -> tsr_status { return reqs_[k].active() ? wait(c, &reqs_[k]) : TSR_SUCCESS; };
 
   for (int s = 0; s < p; ++s) {
@@ -121,11 +145,11 @@ tsr_status RingExchange::run(tsr_ring_s& ring, const RingStepFn& fn, tsr_status*
     if (s + 1 < p) {
       for (size_t i = 0; i < nb; ++i) {
         RingBuf& b = bufs_[i];
-        if (b.accumulate) continue;
+        if (b.accumulate || skip(i)) continue;
         TSR_TRY(recv(c, slot(i, nxt[i]), b.counts[static_cast<size_t>(nsrc)], b.type, prev,
                      kTagCirculate + static_cast<int>(i), &reqs_[6 * i]));
-        TSR_TRY(send(c, cur[i], b.counts[static_cast<size_t>(src)], b.type, next, kTagCirculate + static_cast<int>(i),
-                     &reqs_[6 * i + 1]));
+        TSR_TRY(send(c, mv(i, cur[i], b.counts[static_cast<size_t>(src)]), b.counts[static_cast<size_t>(src)], b.type,
+                     next, kTagCirculate + static_cast<int>(i), &reqs_[6 * i + 1]));
       }
     }
     for (size_t i = 0; i < nb; ++i) {
@@ -138,9 +162,13 @@ tsr_status RingExchange::run(tsr_ring_s& ring, const RingStepFn& fn, tsr_status*
       } else {
         TSR_TRY(wait_req(6 * i + 3 + static_cast<size_t>(cidx)));  // the slot's previous sum has left
         blocks[i] = slot(i, cidx);
-        if (counts[i] > 0) std::memset(blocks[i], 0, counts[i] * tsr_dtype_size(b.type));
+        TSR_TRY(zero(blocks[i], counts[i] * tsr_dtype_size(b.type)));
       }
     }
+    // Device buffers: start the transfers posted for step s+1 now (NCCL group
+    // on the communicator's stream, after the work already on the context's
+    // stream), so that they run while this step's kernels do.
+    if (device_ >= 0 && s + 1 < p) TSR_TRY(device::start(c));
     if (*callback_status == TSR_SUCCESS) {
       const tsr_status st = fn(s, src, blocks.data());
       if (st != TSR_SUCCESS) *callback_status = st;
@@ -148,10 +176,10 @@ tsr_status RingExchange::run(tsr_ring_s& ring, const RingStepFn& fn, tsr_status*
     if (s >= 1) {
       for (size_t i = 0; i < nb; ++i) {
         RingBuf& b = bufs_[i];
-        if (!b.accumulate) continue;
+        if (!b.accumulate || skip(i)) continue;
         if (s >= 2) {  // the sum for src so far, from rank-1
           TSR_TRY(wait_req(6 * i + 2));
-          add_into(b.type, slot(i, cidx), slot(i, ridx), counts[i]);
+          TSR_TRY(add(b.type, slot(i, cidx), slot(i, ridx), counts[i]));
         }
         TSR_TRY(send(c, slot(i, cidx), counts[i], b.type, next, kTagAccumulate + static_cast<int>(i),
                      &reqs_[6 * i + 3 + static_cast<size_t>(cidx)]));
@@ -167,6 +195,7 @@ tsr_status RingExchange::run(tsr_ring_s& ring, const RingStepFn& fn, tsr_status*
         if (bufs_[i].accumulate) continue;
         TSR_TRY(wait_req(6 * i));
         TSR_TRY(wait_req(6 * i + 1));
+        if (skip(i)) continue;
         cur[i] = slot(i, nxt[i]);
         nxt[i] ^= 1;
       }
@@ -175,17 +204,30 @@ tsr_status RingExchange::run(tsr_ring_s& ring, const RingStepFn& fn, tsr_status*
   if (p > 1) {
     for (size_t i = 0; i < nb; ++i) {
       RingBuf& b = bufs_[i];
-      if (!b.accumulate) continue;
+      if (!b.accumulate || skip(i)) continue;
       TSR_TRY(wait_req(6 * i + 2));
-      add_into(b.type, b.data, slot(i, ridx), b.counts[static_cast<size_t>(r)]);
+      TSR_TRY(add(b.type, b.data, slot(i, ridx), b.counts[static_cast<size_t>(r)]));
       for (size_t k = 3; k < 6; ++k) TSR_TRY(wait_req(6 * i + k));
     }
   }
   return TSR_SUCCESS;
 }
 
-namespace {
+#if !TSR_HAVE_CUDA
+namespace ringdev {  // ring_device.hpp without CUDA: never reached (no pointer is device memory)
+tsr_status alloc(int, void*, size_t, void** p) {
+  *p = nullptr;
+  return fail(TSR_ERR_INTERNAL, "device workspace in a build without CUDA");
+}
+void release(int, void*, void*) noexcept {}
+tsr_status zero(int, void*, void*, size_t) { return fail(TSR_ERR_INTERNAL, "device memset in a build without CUDA"); }
+tsr_status add(int, void*, tsr_dtype, void*, const void*, size_t) {
+  return fail(TSR_ERR_INTERNAL, "device sum in a build without CUDA");
+}
+}  // namespace ringdev
+#endif
 
+namespace {
 
 tsr_context ctx_of(tsr_ring r) { return r != nullptr && r->magic == tsr_ring_s::kMagic ? r->ctx : nullptr; }
 

@@ -19,6 +19,7 @@
 
 #include "context.hpp"
 #include "core.hpp"
+#include "ring_device.hpp"
 #include "tessera/attention.h"
 #include "transport.hpp"
 
@@ -30,8 +31,14 @@ namespace tsr {
 // tracker only counts, `dry_arena_peak` being the 64-byte rounded bytes the
 // arena needs), kept between calls so that repeated calls neither allocate
 // nor fault pages in, and freed by release_arena() or with the ring.
+//
+// Device mode (device >= 0, set for the duration of a call on device
+// buffers, see DeviceMode): buffers come from cudaMallocAsync on `stream`
+// instead of the arena, counted alike (docs/GPU.md, "Ring attention").
 struct Tracker {
   size_t current = 0, peak = 0;
+  int device = -1;
+  void* stream = nullptr;
   bool dry = false;
   size_t dry_arena = 0, dry_arena_peak = 0;
   unsigned char* arena = nullptr;
@@ -92,7 +99,14 @@ class Ws {
       if (t_->dry_arena > t_->dry_arena_peak) t_->dry_arena_peak = t_->dry_arena;
       return TSR_SUCCESS;
     }
-    if (t != nullptr && t->arena != nullptr && t->capacity - t->offset >= need) {
+    if (t != nullptr && t->device >= 0) {
+      void* d = nullptr;
+      TSR_TRY(ringdev::alloc(t->device, t->stream, need, &d));
+      p_ = static_cast<T*>(d);
+      heap_ = false;
+      device_ = t->device;
+      stream_ = t->stream;
+    } else if (t != nullptr && t->arena != nullptr && t->capacity - t->offset >= need) {
       p_ = reinterpret_cast<T*>(t->arena + t->offset);
       t->offset += need;
       heap_ = false;
@@ -108,11 +122,12 @@ class Ws {
   }
   void release() {
     if (p_ && heap_) std::free(p_);
+    if (p_ && device_ >= 0) ringdev::release(device_, stream_, p_);
     if (n_ > 0 && t_) {
       if (t_->dry) t_->dry_arena -= Tracker::rounded(n_ * sizeof(T));
       t_->sub(n_ * sizeof(T));
     }
-    p_ = nullptr, n_ = 0, t_ = nullptr, heap_ = false;
+    p_ = nullptr, n_ = 0, t_ = nullptr, heap_ = false, device_ = -1, stream_ = nullptr;
   }
   T* data() const { return p_; }
   size_t size() const { return n_; }
@@ -123,6 +138,23 @@ class Ws {
   size_t n_ = 0;
   Tracker* t_ = nullptr;
   bool heap_ = false;
+  int device_ = -1;          // device memory of this device (freed on stream_)
+  void* stream_ = nullptr;
+};
+
+// Puts a tracker in device mode (the context's device and stream) for a
+// scope: the buffers allocated meanwhile are device memory.
+class DeviceMode {
+ public:
+  DeviceMode(Tracker& t, bool on, int device, void* stream) : t_(t) {
+    if (on) t_.device = device, t_.stream = stream;
+  }
+  ~DeviceMode() { t_.device = -1, t_.stream = nullptr; }
+  DeviceMode(const DeviceMode&) = delete;
+  DeviceMode& operator=(const DeviceMode&) = delete;
+
+ private:
+  Tracker& t_;
 };
 
 class RingExchange;
@@ -158,6 +190,16 @@ class RingExchange {
  public:
   // p: the ring size; every RingBuf has p counts.
   RingExchange(Tracker& mem, int p, std::vector<RingBuf> bufs) : mem_(mem), p_(p), bufs_(std::move(bufs)) {}
+  // Device buffers (every buffer and slot device memory of `device`): the
+  // engine zeroes and adds travelling sums with kernels on `stream`, and
+  // starts each step's transfers (the communicator's pending NCCL group)
+  // before the step callback, so that they overlap the callback's kernels.
+  // Set before prepare() so that the slots are device memory too (the
+  // tracker must be in device mode then).
+  void set_device(int device, void* stream) {
+    device_ = device;
+    stream_ = stream;
+  }
   const std::vector<RingBuf>& buffers() const { return bufs_; }
   // Local: checks the counts fit a message and allocates the slots, each of
   // the largest block: per CIRCULATE buffer min(2, p-1), per ACCUMULATE
@@ -169,8 +211,13 @@ class RingExchange {
   void poke();
 
  private:
+  tsr_status zero(void* p, size_t bytes) const;
+  tsr_status add(tsr_dtype type, void* acc, const void* x, size_t n) const;
+
   Tracker& mem_;
   int p_;
+  int device_ = -1;
+  void* stream_ = nullptr;
   tsr_ring_s* ring_ = nullptr;
   std::vector<RingBuf> bufs_;
   std::deque<Ws<unsigned char>> slots_;  // per buffer, see prepare()

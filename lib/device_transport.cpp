@@ -55,6 +55,7 @@ bool cuda_aware_mpi() {
 // ------------------------------------------------------- built without CUDA
 namespace device {
 tsr_status attach(Comm&) { return TSR_SUCCESS; }
+tsr_status start(const Comm&) { return TSR_SUCCESS; }
 void detach(Comm&) {}
 tsr_status copy(const Comm&, void*, const void*, size_t) {
   return fail(TSR_ERR_INTERNAL, "device copy in a build without CUDA");
@@ -566,6 +567,8 @@ tsr_status copy(const Comm& c, void* dst, const void* src, size_t n) {
   TSR_CUDA_TRY(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, stream_of(c)));
   return TSR_SUCCESS;
 }
+
+tsr_status start(const Comm& c) { return flush(c, false); }
 
 void detach(Comm& c) { c.set_device(nullptr, nullptr); }
 

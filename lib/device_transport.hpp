@@ -33,6 +33,14 @@ namespace device {
 // afterwards. Call it where every member of c makes it in the same order
 // (context binding, grid and ring creation).
 tsr_status attach(Comm& c);
+// Starts c's pending group of nonblocking point-to-point operations on
+// device buffers now (on c's own stream, after the work queued so far on the
+// context's stream) without ordering the context's stream after it, so that
+// kernels queued next run while the transfers do (the ring exchange engine
+// calls it before each step's kernels). wait/test on the requests still
+// order the context's stream after the group. A no-op when nothing is
+// pending or without CUDA. Local.
+tsr_status start(const Comm& c);
 // Drops c's device transport (back to the host MPI path). Local.
 void detach(Comm& c);
 // Copies n bytes between device buffers of c's context, ordered on the

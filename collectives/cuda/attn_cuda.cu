@@ -314,6 +314,12 @@ __global__ void __launch_bounds__(kWarps * 32) dkv_kernel(Geo g, const float* q,
     }
 }
 
+__global__ void pos_kernel(size_t len, size_t c0, int64_t s0, int64_t s1, int64_t stride, int64_t* out) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < len;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    out[i] = i < c0 ? s0 + static_cast<int64_t>(i) * stride : s1 + static_cast<int64_t>(i - c0) * stride;
+}
+
 // --------------------------------------------------------------- host side
 tsr_status check_shape(const Shape& s) {
   if (s.B == 0 || s.H == 0 || s.G == 0)
@@ -364,6 +370,16 @@ tsr_status check_block(const On& on, const Shape& s, size_t nq, size_t nk, const
 }
 
 }  // namespace
+
+tsr_status positions(const On& on, size_t len, size_t c0, int64_t s0, int64_t s1, int64_t stride, int64_t* out) {
+  if (len == 0) return TSR_SUCCESS;
+  TSR_TRY(check_ptrs(on.device, {{out, "positions"}}));
+  tsr::cuda::DeviceGuard guard;
+  TSR_TRY(guard.enter(on.device));
+  pos_kernel<<<grid_for(len), 256, 0, on.stream>>>(len, c0, s0, s1, stride, out);
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the position ids of a shard");
+  return TSR_SUCCESS;
+}
 
 tsr_status fwd_init(const On& on, const Shape& s, size_t nq, float* o, float* m, float* l) {
   TSR_TRY(check_shape(s));

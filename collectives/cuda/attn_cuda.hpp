@@ -54,6 +54,11 @@ tsr_status bwd_block(const On& on, const Shape& s, const float* q, size_t nq, co
                      const float* v, size_t nk, const int64_t* kpos, const uint8_t* kmask, const float* dout,
                      const float* lse, const float* delta, float* dq, float* dk, float* dv);
 
+// Position ids of a shard of len tokens: out[i] = s0 + i*stride for i < c0,
+// s1 + (i - c0)*stride after (contiguous: c0 = len, stride 1; zigzag: its
+// two chunks; striped: s0 = rank, stride = p). out: device memory.
+tsr_status positions(const On& on, size_t len, size_t c0, int64_t s0, int64_t s1, int64_t stride, int64_t* out);
+
 // Floating-point operations of a forward block / backward block without
 // masking (4 B H nq nk d and 10 B H nq nk d; the benchmark's TFLOP/s).
 inline double fwd_flops(const Shape& s, size_t nq, size_t nk) {

@@ -1,6 +1,7 @@
-// The public API on CUDA device buffers (issue 17). tsr_gemm and
-// tsr_attn_forward/backward refuse device buffers with TSR_ERR_UNSUPPORTED
-// (their engines run on host buffers in this version). tsr_optimizer_step on
+// The public API on CUDA device buffers (issue 17). tsr_gemm refuses device
+// buffers with TSR_ERR_UNSUPPORTED (its engine runs on host buffers in this
+// version); tsr_attn_forward refuses host and device tensors mixed
+// (test_cuda_attention runs it on device tensors). tsr_optimizer_step on
 // device buffers runs the CUDA kernels, checked against the same
 // optimizer on host buffers, step by step: parameters, trust ratios, state,
 // passes and the step's kernel bytes (TSR_OPTQ_STEP_BYTES: the same formula
@@ -283,8 +284,11 @@ TEST(CudaApi, GemmAndAttentionRefuseDeviceBuffers) {
   std::vector<float> k(n * d, 0.5f), v(n * d, 0.5f), o(n * d), lse(n);
   tsr_attn_tensor tq{dq.p, 1, 1, n, d}, tk{k.data(), 1, 1, n, d}, tv{v.data(), 1, 1, n, d}, to{o.data(), 1, 1, n, d},
       tl{lse.data(), 1, 1, n, 1};
-  EXPECT_EQ(tsr_attn_forward(ring, &cfg, &tq, &tk, &tv, nullptr, &to, &tl), TSR_ERR_UNSUPPORTED);
-  EXPECT_NE(std::string(tsr_last_error(bc.ctx)).find("q.data is CUDA device memory"), std::string::npos)
+  // Ring attention runs on device tensors (test_cuda_attention) but refuses
+  // host and device tensors mixed in one call.
+  EXPECT_EQ(tsr_attn_forward(ring, &cfg, &tq, &tk, &tv, nullptr, &to, &tl), TSR_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(tsr_last_error(bc.ctx)).find("k.data is host memory but q.data is CUDA device memory"),
+            std::string::npos)
       << tsr_last_error(bc.ctx);
   EXPECT_EQ(tsr_ring_destroy(&ring), TSR_SUCCESS);
   EXPECT_EQ(tsr_grid_destroy(&grid), TSR_SUCCESS);
