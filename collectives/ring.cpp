@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 
+#include "device.hpp"
 #include "device_transport.hpp"
 #include "grid.hpp"
 #include "tessera/tsr_config.h"
@@ -396,6 +397,9 @@ tsr_status tsr_ring_exchange(tsr_ring ring, const tsr_ring_buffer* buffers, int 
     const int p = c.size(), me = c.rank();
     // Local checks, then agreement on them and on nbuffers, types and modes.
     uint64_t same = tsr::digest({0x7269, nbuffers});
+    // Device buffers (docs/GPU.md, "Ring attention"): every non-empty buffer
+    // in device memory of the context's device; slots then on the device too.
+    bool on_device = false;
     tsr_status local = [&]() -> tsr_status {
       if (nbuffers < 0) return tsr::fail(TSR_ERR_INVALID_ARG, "argument 'nbuffers' = %d is negative", nbuffers);
       if (nbuffers > 0 && buffers == nullptr)
@@ -417,12 +421,30 @@ tsr_status tsr_ring_exchange(tsr_ring ring, const tsr_ring_buffer* buffers, int 
                            "(PTRDIFF_MAX); any smaller count is moved, split into messages of at most the "
                            "context's max_chunk elements", i, b.count);
       }
+      int first_dev = -1, first_host = -1;
+      for (int i = 0; i < nbuffers; ++i) {
+        if (buffers[i].count == 0 || buffers[i].data == nullptr) continue;
+        tsr::device::Space sp = tsr::device::Space::host;
+        const std::string arg = "buffers[" + std::to_string(i) + "].data";
+        TSR_TRY(tsr::device::check_buffer(ring->ctx, buffers[i].data, arg.c_str(), &sp));
+        int& first = sp == tsr::device::Space::device ? first_dev : first_host;
+        if (first < 0) first = i;
+      }
+      if (first_dev >= 0 && first_host >= 0)
+        return tsr::fail(TSR_ERR_INVALID_ARG, "buffers[%d].data is host memory but buffers[%d].data is CUDA device "
+                         "memory: pass the buffers of one exchange in one memory space", first_host, first_dev);
+      on_device = first_dev >= 0;
+      const char* why = nullptr;
+      if (on_device && p > 1 && !tsr::device::can_move_device(c, &why))
+        return tsr::fail(TSR_ERR_UNSUPPORTED, "buffers[%d].data is CUDA device memory, which the ring cannot move: %s",
+                         first_dev, why);
       return TSR_SUCCESS;
     }();
     if (local == TSR_SUCCESS)
       for (int i = 0; i < nbuffers; ++i) same = tsr::digest({buffers[i].type, buffers[i].mode}, same);
     TSR_TRY(tsr::agree(c, local, std::vector<tsr::Same>{{"nbuffers", nbuffers},
-                                                         {"buffers[i].type or .mode", static_cast<int64_t>(same & 0x7fffffffffffffffull), true}}));
+                                                         {"buffers[i].type or .mode", static_cast<int64_t>(same & 0x7fffffffffffffffull), true},
+                                                         {"the buffers' memory (0: host, 1: CUDA device)", on_device}}));
     // Everyone's counts (control traffic), then the slots.
     const size_t nb = static_cast<size_t>(nbuffers);
     std::vector<int64_t> mine(nb + 1, 0), all((nb + 1) * static_cast<size_t>(p), 0);
@@ -439,6 +461,11 @@ tsr_status tsr_ring_exchange(tsr_ring ring, const tsr_ring_buffer* buffers, int 
     }
     tsr::RingExchange x(ring->mem, p, std::move(bufs));
     tsr_status ready = [&]() -> tsr_status {
+      if (on_device) {  // slots from cudaMallocAsync on the context's stream
+        x.set_device(ring->ctx->cuda_device, ring->ctx->cuda_stream);
+        tsr::DeviceMode mode(ring->mem, true, ring->ctx->cuda_device, ring->ctx->cuda_stream);
+        return x.prepare();
+      }
       tsr::Tracker dry;  // size the ring's workspace arena, then take the slots from it
       dry.dry = true;
       tsr::RingExchange plan(dry, p, x.buffers());

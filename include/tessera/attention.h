@@ -111,7 +111,14 @@ typedef tsr_status (*tsr_ring_step_fn)(const tsr_ring_step* step, void* user);
  * across ranks), UNSUPPORTED (count beyond PTRDIFF_MAX bytes; larger counts
  * than INT_MAX are moved in chunks, see tsr_context_config.max_chunk),
  * NO_MEMORY, MPI, or the
- * status a callback returned. */
+ * status a callback returned.
+ * Device buffers (docs/GPU.md, "Ring attention"): with a context bound to a
+ * device (before the ring was created), the non-empty buffers may all be
+ * device memory of that device (on every rank; host and device buffers in
+ * one exchange: INVALID_ARG; a context bound to no device: STATE); the
+ * blocks a callback sees are then device memory, valid in the order of the
+ * context's stream: the callback queues its work on that stream (the next
+ * blocks travel meanwhile) and need not synchronise. */
 TSR_API tsr_status tsr_ring_exchange(tsr_ring ring, const tsr_ring_buffer* buffers, int nbuffers,
                                      tsr_ring_step_fn fn, void* user);
 /* Lets the transfers of a running exchange advance (MPI implementations

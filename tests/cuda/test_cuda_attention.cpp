@@ -29,6 +29,10 @@
 // prints before exiting 77 (skipped). Exits 77 on every rank when some rank
 // sees no CUDA device.
 //
+// The generic tsr_ring_exchange on device buffers: a circulated buffer
+// gathered by a callback that queues copies on the context's stream, and a
+// travelling sum (exact small-integer values).
+//
 // Bad input on every rank: device tensors with a context bound to no device
 // (STATE), host and device tensors mixed in one call (INVALID_ARG), float64,
 // the two-pass and all-to-all variants and head_dim > 256 on the device
@@ -222,12 +226,19 @@ Result run(Bound& b, const Case& c, const tsr_attn_config& cfg, const Side& in, 
   std::vector<uint8_t> mask = in.mask;
   Dev<float> Dq(in.q), Dk(in.k), Dv(in.v), Ddo(in.dout), Do(o), Dl(lse), Ddq(dq), Ddk(dk), Ddv(dv);
   Dev<uint8_t> Dm(mask);
-  auto P = [&](Dev<float>& dv_, std::vector<float>& hv) -> void* { return device ? static_cast<void*>(dv_.p) : hv.data(); };
+  // A rank holding no token passes non-null pointers all the same: with
+  // only NULL pointers it would follow the context's binding (device).
+  static float host_dummy[1];
+  static uint8_t host_dummy8[1];
+  auto P = [&](Dev<float>& dv_, std::vector<float>& hv) -> void* {
+    return device ? static_cast<void*>(dv_.p) : hv.empty() ? static_cast<void*>(host_dummy) : hv.data();
+  };
   std::vector<float> q = in.q, k = in.k, v = in.v, dout = in.dout;
   tsr_attn_tensor tq{P(Dq, q), c.B, c.H, n, c.d}, tk{P(Dk, k), c.B, c.G, n, c.d}, tv{P(Dv, v), c.B, c.G, n, c.d};
   tsr_attn_tensor tdo{P(Ddo, dout), c.B, c.H, n, c.d}, to{P(Do, o), c.B, c.H, n, c.d}, tl{P(Dl, lse), c.B, c.H, n, 1};
   tsr_attn_tensor tdq{P(Ddq, dq), c.B, c.H, n, c.d}, tdk{P(Ddk, dk), c.B, c.G, n, c.d}, tdv{P(Ddv, dv), c.B, c.G, n, c.d};
-  tsr_attn_tensor tm{device ? static_cast<void*>(Dm.p) : mask.data(), c.B, 1, n, 1};
+  tsr_attn_tensor tm{device ? static_cast<void*>(Dm.p) : mask.empty() ? static_cast<void*>(host_dummy8) : mask.data(),
+                     c.B, 1, n, 1};
   const tsr_attn_tensor* m = c.mask ? &tm : nullptr;
   size_t dummy = 0;
   EXPECT_EQ(tsr_ring_workspace_peak(b.ring, &dummy, 1), TSR_SUCCESS);
@@ -356,6 +367,60 @@ TEST(CudaAttention, HeadDimsAndMqa) {
   check_case(b, c);
 }
 
+// The generic ring exchange on device buffers: a CIRCULATE buffer (counts
+// differ per rank) gathered by the callback with cudaMemcpyAsync on the
+// context's stream, and an ACCUMULATE buffer whose travelling sums the
+// engine zeroes and adds on the device; exact values (small integers).
+struct Gather {
+  cudaStream_t stream;
+  float* all;                  // device: every rank's block at its offset
+  const float* contrib;        // device: this rank's contribution per source (p x maxc)
+  std::vector<size_t> offs;
+  size_t maxc;
+};
+tsr_status gather_step(const tsr_ring_step* st, void* user) {
+  Gather* g = static_cast<Gather*>(user);
+  const size_t n = st->counts[0];
+  if (n > 0 && cudaMemcpyAsync(g->all + g->offs[static_cast<size_t>(st->source)], st->blocks[0], n * sizeof(float),
+                               cudaMemcpyDeviceToDevice, g->stream) != cudaSuccess)
+    return TSR_ERR_INTERNAL;
+  const size_t m = st->counts[1];
+  if (m > 0 && cudaMemcpyAsync(st->blocks[1], g->contrib + static_cast<size_t>(st->source) * g->maxc, m * sizeof(float),
+                               cudaMemcpyDeviceToDevice, g->stream) != cudaSuccess)
+    return TSR_ERR_INTERNAL;
+  return TSR_SUCCESS;
+}
+
+TEST(CudaAttention, RingExchangeOnDeviceBuffers) {
+  Bound b;
+  const int p = world_size(), r = world_rank();
+  auto count = [](int j) { return static_cast<size_t>(5 + 3 * j); };
+  std::vector<size_t> offs(static_cast<size_t>(p) + 1, 0);
+  for (int j = 0; j < p; ++j) offs[static_cast<size_t>(j) + 1] = offs[static_cast<size_t>(j)] + count(j);
+  const size_t maxc = count(p - 1), n = count(r);
+  std::vector<float> mine(n), contrib(static_cast<size_t>(p) * maxc, 0.0f);
+  for (size_t i = 0; i < n; ++i) mine[i] = static_cast<float>(100 * r + static_cast<int>(i));
+  for (int src = 0; src < p; ++src)
+    for (size_t i = 0; i < count(src); ++i)
+      contrib[static_cast<size_t>(src) * maxc + i] = static_cast<float>((r + 1) * 1000 + src * 10 + static_cast<int>(i % 7));
+  Dev<float> dmine(mine), dcontrib(contrib), dall(std::vector<float>(offs.back(), -1.0f)), dsum(std::vector<float>(n, 7.0f));
+  Gather g{b.stream, dall.p, dcontrib.p, offs, maxc};
+  tsr_ring_buffer bufs[2] = {{dmine.p, n, TSR_FLOAT32, TSR_RING_CIRCULATE}, {dsum.p, n, TSR_FLOAT32, TSR_RING_ACCUMULATE}};
+  ASSERT_EQ(tsr_ring_exchange(b.ring, bufs, 2, gather_step, &g), TSR_SUCCESS) << tsr_last_error(b.ctx);
+  const std::vector<float> all = dall.get(), sum = dsum.get();
+  for (int j = 0; j < p; ++j)
+    for (size_t i = 0; i < count(j); ++i)
+      EXPECT_EQ(all[offs[static_cast<size_t>(j)] + i], static_cast<float>(100 * j + static_cast<int>(i))) << j << " " << i;
+  for (size_t i = 0; i < n; ++i)
+    EXPECT_EQ(sum[i], static_cast<float>(1000 * p * (p + 1) / 2 + p * (r * 10 + static_cast<int>(i % 7)))) << i;
+  // Host and device buffers mixed: refused on every rank.
+  std::vector<float> h(n + 1, 1.0f);
+  tsr_ring_buffer mixed[2] = {{dmine.p, n, TSR_FLOAT32, TSR_RING_CIRCULATE}, {h.data(), n, TSR_FLOAT32, TSR_RING_ACCUMULATE}};
+  EXPECT_EQ(tsr_ring_exchange(b.ring, mixed, 2, gather_step, &g), TSR_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(tsr_last_error(b.ctx)).find("buffers[1].data is host memory but buffers[0].data is CUDA device"),
+            std::string::npos) << tsr_last_error(b.ctx);
+}
+
 // The status every rank gets, and the message of this rank.
 void expect_status(tsr_status got, tsr_status want, tsr_context ctx, const char* needle) {
   EXPECT_EQ(got, want) << tsr_last_error(ctx);
@@ -424,7 +489,9 @@ TEST(CudaAttention, BadInputOnEveryRank) {
     expect_status(tsr_attn_forward(b.ring, &c64, &a, &bk, &cv, nullptr, &od, &ld), TSR_ERR_UNSUPPORTED, b.ctx,
                   "TSR_FLOAT32");
   }
+  // (all-to-all needs p to divide the heads first: 1 head, so at 1 rank)
   for (tsr_attn_variant v : {TSR_ATTN_RING_TWO_PASS, TSR_ATTN_ALLTOALL}) {
+    if (v == TSR_ATTN_ALLTOALL && p > 1) continue;
     tsr_attn_config cv = cfg;
     cv.variant = v;
     expect_status(tsr_attn_forward(b.ring, &cv, &tq, &tk, &tv, nullptr, &to, &tl), TSR_ERR_UNSUPPORTED, b.ctx,
