@@ -20,6 +20,7 @@
 
 #if TSR_HAVE_CUDA
 #include "attn_cuda.hpp"
+#include "cuda_util.hpp"
 #endif
 
 namespace tsr {
@@ -79,42 +80,54 @@ struct Data {
 };
 
 // ----------------------------------------------------- packing (all-to-all)
+// Strided copies through the ops (host memcpy, or cudaMemcpy2DAsync on the
+// device): one 2D copy per batch entry.
 // Rows t < n of heads [h0, h0+nh) of a (B, Htot, n, row) tensor into a
 // (B, nh, nmax, row) part; rows n..nmax-1 zero.
-template <class T>
-void pack_part(T* dst, const T* src, size_t B, size_t Htot, size_t h0, size_t nh, size_t n, size_t nmax, size_t row) {
-  for (size_t b = 0; b < B; ++b)
-    for (size_t hh = 0; hh < nh; ++hh) {
-      T* d = dst + (b * nh + hh) * nmax * row;
-      if (n > 0) std::memcpy(d, src + ((b * Htot + h0 + hh) * n) * row, n * row * sizeof(T));
-      if (nmax > n) std::memset(d + n * row, 0, (nmax - n) * row * sizeof(T));
-    }
+template <class T, class Ops>
+tsr_status pack_part(const Ops& ops, T* dst, const T* src, size_t B, size_t Htot, size_t h0, size_t nh, size_t n,
+                     size_t nmax, size_t row) {
+  const size_t e = sizeof(T);
+  for (size_t b = 0; b < B; ++b) {
+    T* d = dst + b * nh * nmax * row;
+    if (n > 0) TSR_TRY(ops.copy2d(d, nmax * row * e, src + (b * Htot + h0) * n * row, n * row * e, n * row * e, nh));
+    if (nmax > n) TSR_TRY(ops.fill2d(d + n * row, nmax * row * e, 0, (nmax - n) * row * e, nh));
+  }
+  return TSR_SUCCESS;
 }
 // A (B, nh, nmax, row) part from rank `src` into rows [src*nmax, (src+1)*nmax)
 // of a (B, nh, p*nmax, row) tensor.
-template <class T>
-void unpack_full(T* full, const T* part, size_t B, size_t nh, size_t np, size_t src, size_t nmax, size_t row) {
+template <class T, class Ops>
+tsr_status unpack_full(const Ops& ops, T* full, const T* part, size_t B, size_t nh, size_t np, size_t src, size_t nmax,
+                       size_t row) {
+  const size_t e = sizeof(T);
+  if (nmax == 0) return TSR_SUCCESS;
   for (size_t b = 0; b < B; ++b)
-    for (size_t hh = 0; hh < nh; ++hh)
-      if (nmax > 0)
-        std::memcpy(full + ((b * nh + hh) * np + src * nmax) * row, part + (b * nh + hh) * nmax * row,
-                    nmax * row * sizeof(T));
+    TSR_TRY(ops.copy2d(full + (b * nh * np + src * nmax) * row, np * row * e, part + b * nh * nmax * row,
+                       nmax * row * e, nmax * row * e, nh));
+  return TSR_SUCCESS;
 }
 // Rows [dst*nmax, (dst+1)*nmax) of a (B, nh, p*nmax, row) tensor into a part.
-template <class T>
-void pack_back(T* part, const T* full, size_t B, size_t nh, size_t np, size_t dst, size_t nmax, size_t row) {
+template <class T, class Ops>
+tsr_status pack_back(const Ops& ops, T* part, const T* full, size_t B, size_t nh, size_t np, size_t dst, size_t nmax,
+                     size_t row) {
+  const size_t e = sizeof(T);
+  if (nmax == 0) return TSR_SUCCESS;
   for (size_t b = 0; b < B; ++b)
-    for (size_t hh = 0; hh < nh; ++hh)
-      if (nmax > 0)
-        std::memcpy(part + (b * nh + hh) * nmax * row, full + ((b * nh + hh) * np + dst * nmax) * row,
-                    nmax * row * sizeof(T));
+    TSR_TRY(ops.copy2d(part + b * nh * nmax * row, nmax * row * e, full + (b * nh * np + dst * nmax) * row,
+                       np * row * e, nmax * row * e, nh));
+  return TSR_SUCCESS;
 }
 // A (B, nh, nmax, row) part into heads [h0, h0+nh) of a (B, Htot, n, row) tensor.
-template <class T>
-void unpack_back(T* dst, const T* part, size_t B, size_t Htot, size_t h0, size_t nh, size_t n, size_t nmax, size_t row) {
+template <class T, class Ops>
+tsr_status unpack_back(const Ops& ops, T* dst, const T* part, size_t B, size_t Htot, size_t h0, size_t nh, size_t n,
+                       size_t nmax, size_t row) {
+  const size_t e = sizeof(T);
+  if (n == 0) return TSR_SUCCESS;
   for (size_t b = 0; b < B; ++b)
-    for (size_t hh = 0; hh < nh; ++hh)
-      if (n > 0) std::memcpy(dst + ((b * Htot + h0 + hh) * n) * row, part + (b * nh + hh) * nmax * row, n * row * sizeof(T));
+    TSR_TRY(ops.copy2d(dst + (b * Htot + h0) * n * row, n * row * e, part + b * nh * nmax * row, nmax * row * e,
+                       n * row * e, nh));
+  return TSR_SUCCESS;
 }
 
 // ------------------------------------------------------------- block ops
@@ -162,6 +175,37 @@ struct HostOps {
     bwd_block(g, q, qr, k, v, kr, km, dout, lse, delta, dq, dk, dv, tiles, poke);
     return TSR_SUCCESS;
   }
+  // rows x width bytes between pitched buffers (the all-to-all's packing).
+  tsr_status copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows) const {
+    if (width > 0)
+      for (size_t i = 0; i < rows; ++i)
+        std::memcpy(static_cast<char*>(dst) + i * dpitch, static_cast<const char*>(src) + i * spitch, width);
+    return TSR_SUCCESS;
+  }
+  tsr_status fill2d(void* dst, size_t pitch, int value, size_t width, size_t rows) const {
+    if (width > 0)
+      for (size_t i = 0; i < rows; ++i) std::memset(static_cast<char*>(dst) + i * pitch, value, width);
+    return TSR_SUCCESS;
+  }
+  // Positions and segments of the padded full sequence (rank j's tokens at
+  // [j*nmax, j*nmax + n_j)); padding rows are in no segment (no kernel
+  // touches them) and need no mask.
+  static constexpr bool kMaskPadding = false;
+  tsr_status full_rows(int64_t* pos, Seg* segs, Rows* all) const {
+    const size_t p = static_cast<size_t>(s.p), nmax = s.nmax;
+    int nsegs = 0;
+    for (size_t j = 0; j < p; ++j) {
+      const size_t len = s.lens[j];
+      for (size_t t = 0; t < nmax; ++t)
+        pos[j * nmax + t] = t < len ? position(s.layout, s.N, s.p, static_cast<int>(j), t) : 0;
+      nsegs += segments(s.layout, s.N, s.p, static_cast<int>(j), j * nmax, segs + nsegs);
+    }
+    all->n = p * nmax;
+    all->pos = pos;
+    all->segs = segs;
+    all->nsegs = nsegs;
+    return TSR_SUCCESS;
+  }
 };
 
 #if TSR_HAVE_CUDA
@@ -171,7 +215,7 @@ struct CudaOps {
   const Shape& s;
   cuda::On on;
   cuda::Shape cs;
-  CudaOps(const Shape& sh, const Geo<float>& g) : s(sh) {
+  CudaOps(const Shape& sh, const Geo<float>& g) : s(sh) {  // g: the heads this op computes
     on.device = sh.dev;
     on.stream = static_cast<cudaStream_t>(sh.stream);
     cs.B = g.B, cs.H = g.H, cs.G = g.G, cs.d = g.d;
@@ -221,6 +265,40 @@ struct CudaOps {
                  const Poke&) const {
     return empty() ? TSR_SUCCESS
                    : cuda::bwd_block(on, cs, q, qr.n, qr.pos, k, v, kr.n, kr.pos, km, dout, lse, delta, dq, dk, dv);
+  }
+  tsr_status copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows) const {
+    if (width == 0 || rows == 0) return TSR_SUCCESS;
+    tsr::cuda::DeviceGuard guard;
+    TSR_TRY(guard.enter(on.device));
+    TSR_CUDA_CHECK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, on.stream),
+                   "cudaMemcpy2DAsync (all-to-all packing on the device)");
+    return TSR_SUCCESS;
+  }
+  tsr_status fill2d(void* dst, size_t pitch, int value, size_t width, size_t rows) const {
+    if (width == 0 || rows == 0) return TSR_SUCCESS;
+    tsr::cuda::DeviceGuard guard;
+    TSR_TRY(guard.enter(on.device));
+    TSR_CUDA_CHECK(cudaMemset2DAsync(dst, pitch, value, width, rows, on.stream),
+                   "cudaMemset2DAsync (all-to-all padding on the device)");
+    return TSR_SUCCESS;
+  }
+  // The CUDA kernels know no segments: padding keys are masked out instead
+  // (a full-sequence key mask always exists on the device), padding query
+  // rows compute values that are never unpacked (and, with zero dO, lse
+  // and D, contribute no gradient).
+  static constexpr bool kMaskPadding = true;
+  tsr_status full_rows(int64_t* pos, Seg*, Rows* all) const {
+    const size_t p = static_cast<size_t>(s.p), nmax = s.nmax;
+    TSR_TRY(fill2d(pos, p * nmax * sizeof(int64_t), 0, p * nmax * sizeof(int64_t), p * nmax > 0 ? 1 : 0));
+    for (size_t j = 0; j < p; ++j) {
+      Rows r;
+      TSR_TRY(rows(static_cast<int>(j), pos + j * nmax, nullptr, &r));
+    }
+    all->n = p * nmax;
+    all->pos = pos;
+    all->segs = nullptr;
+    all->nsegs = 0;
+    return TSR_SUCCESS;
   }
 };
 #endif
@@ -292,7 +370,8 @@ class Call {
   tsr_status prepare_two_pass();
   tsr_status run_two_pass(tsr_ring_s& ring);
   tsr_status prepare_alltoall();
-  tsr_status run_alltoall(tsr_ring_s& ring);
+  template <class Ops>
+  tsr_status run_alltoall(tsr_ring_s& ring, const Ops& ops, const Ops& local_ops);
 
   const Shape& s_;
   Data<T> x_;
@@ -328,7 +407,17 @@ tsr_status Call<T>::run(tsr_ring_s& ring) {
       if (s_.device) return fail(TSR_ERR_INTERNAL, "device attention without its CUDA kernels");
       return run_ring(ring, HostOps<T>{s_, g_});
     case TSR_ATTN_RING_TWO_PASS: return run_two_pass(ring);
-    case TSR_ATTN_ALLTOALL: return run_alltoall(ring);
+    case TSR_ATTN_ALLTOALL: {
+      Geo<T> gl = g_;  // this rank's share of the heads
+      gl.H = s_.H / static_cast<size_t>(s_.p);
+      gl.G = s_.G / static_cast<size_t>(s_.p);
+#if TSR_HAVE_CUDA
+      if constexpr (std::is_same<T, float>::value)
+        if (s_.device) return run_alltoall(ring, CudaOps(s_, gl), CudaOps(s_, g_));
+#endif
+      if (s_.device) return fail(TSR_ERR_INTERNAL, "device attention without its CUDA kernels");
+      return run_alltoall(ring, HostOps<T>{s_, gl}, HostOps<T>{s_, g_});
+    }
   }
   return fail(TSR_ERR_INTERNAL, "unknown variant");
 }
@@ -533,7 +622,7 @@ tsr_status Call<T>::prepare_alltoall() {
     TSR_TRY(w_[5].alloc(&mem_, B * Hp * np * d, "full-sequence O"));
     TSR_TRY(w_[6].alloc(&mem_, B * Hp * np, "full-sequence lse"));
     TSR_TRY(w_[7].alloc(&mem_, B * Hp * np, "softmax sums"));
-    TSR_TRY(w_[8].alloc(&mem_, kBq * kBk, "score tile"));
+    if (!s_.device) TSR_TRY(w_[8].alloc(&mem_, kBq * kBk, "score tile"));
   } else {
     TSR_TRY(w_[5].alloc(&mem_, B * Hp * np * d, "full-sequence dO"));
     TSR_TRY(w_[6].alloc(&mem_, B * Hp * np, "full-sequence lse"));
@@ -542,52 +631,51 @@ tsr_status Call<T>::prepare_alltoall() {
     TSR_TRY(w_[9].alloc(&mem_, B * Gp * np * d, "full-sequence dK"));
     TSR_TRY(w_[10].alloc(&mem_, B * Gp * np * d, "full-sequence dV"));
     TSR_TRY(w_[11].alloc(&mem_, B * s_.H * s_.n, "D = rowsum(dout*out)"));
-    TSR_TRY(w_[12].alloc(&mem_, 2 * kBq * kBk, "score tiles"));
+    if (!s_.device) TSR_TRY(w_[12].alloc(&mem_, 2 * kBq * kBk, "score tiles"));
   }
   if (s_.mask) {
     TSR_TRY(m_[0].alloc(&mem_, B * nmax, "key mask send"));
     TSR_TRY(m_[1].alloc(&mem_, p * B * nmax, "gathered key masks"));
-    TSR_TRY(m_[2].alloc(&mem_, B * np, "full-sequence key mask"));
   }
+  // The device masks the padding keys (its kernels know no segments).
+  if (s_.mask || s_.device) TSR_TRY(m_[2].alloc(&mem_, B * np, "full-sequence key mask"));
   return TSR_SUCCESS;
 }
 
+// One algorithm for both memories, as the ring: ops (this rank's heads)
+// pack, compute and unpack; local_ops (all heads) compute D.
 template <class T>
-tsr_status Call<T>::run_alltoall(tsr_ring_s& ring) {
+template <class Ops>
+tsr_status Call<T>::run_alltoall(tsr_ring_s& ring, const Ops& ops, const Ops& local_ops) {
   const Comm& c = *ring.comm;
+  // A failing local step (a CUDA fault) skips the remaining local work on
+  // this rank but not the collectives, so that no rank waits forever; its
+  // status is returned at the end.
+  tsr_status bad = TSR_SUCCESS;
+#define TSR_LOCAL(x)                         \
+  do {                                       \
+    if (bad == TSR_SUCCESS) bad = (x);       \
+  } while (0)
   const size_t p = static_cast<size_t>(s_.p), B = s_.B, d = s_.d, n = s_.n, nmax = s_.nmax;
   const size_t H = s_.H, G = s_.G, Hp = H / p, Gp = G / p, np = p * nmax;
   T *sb = w_[0].data(), *rb = w_[1].data(), *Qf = w_[2].data(), *Kf = w_[3].data(), *Vf = w_[4].data();
-  // Positions and segments of the padded full sequence (padding rows are in
-  // no segment, so no kernel touches them).
   std::vector<Seg> segs(2 * p);
-  int nsegs = 0;
-  int64_t* pos = qpos_.data();
-  for (size_t j = 0; j < p; ++j) {
-    const size_t len = s_.lens[j];
-    for (size_t t = 0; t < nmax; ++t)
-      pos[j * nmax + t] = t < len ? position(s_.layout, s_.N, s_.p, static_cast<int>(j), t) : 0;
-    nsegs += segments(s_.layout, s_.N, s_.p, static_cast<int>(j), j * nmax, segs.data() + nsegs);
-  }
   Rows all;
-  all.n = np;
-  all.pos = pos;
-  all.segs = segs.data();
-  all.nsegs = nsegs;
-  Geo<T> gl = g_;
-  gl.H = Hp;
-  gl.G = Gp;
+  TSR_LOCAL(ops.full_rows(qpos_.data(), segs.data(), &all));
   const uint8_t* kmf = nullptr;
   if (s_.mask) {
     uint8_t *ms = m_[0].data(), *mr = m_[1].data(), *mf = m_[2].data();
-    for (size_t b = 0; b < B; ++b) {
-      if (n > 0) std::memcpy(ms + b * nmax, x_.km + b * n, n);
-      if (nmax > n) std::memset(ms + b * nmax + n, 0, nmax - n);
-    }
+    if (n > 0) TSR_LOCAL(ops.copy2d(ms, nmax, x_.km, n, n, B));
+    if (nmax > n) TSR_LOCAL(ops.fill2d(ms + n, nmax, 0, nmax - n, B));
     TSR_TRY(allgather(c, ms, B * nmax, mr, TSR_BYTE));
     for (size_t j = 0; j < p; ++j)
-      for (size_t b = 0; b < B; ++b)
-        if (nmax > 0) std::memcpy(mf + b * np + j * nmax, mr + (j * B + b) * nmax, nmax);
+      if (nmax > 0) TSR_LOCAL(ops.copy2d(mf + j * nmax, np, mr + j * B * nmax, nmax, nmax, B));
+    kmf = mf;
+  } else if (Ops::kMaskPadding && np > 0) {  // 1 for every rank's tokens, 0 for the padding
+    uint8_t* mf = m_[2].data();
+    TSR_LOCAL(ops.fill2d(mf, np, 0, np, B));
+    for (size_t j = 0; j < p; ++j)
+      if (s_.lens[j] > 0) TSR_LOCAL(ops.fill2d(mf + j * nmax, np, 1, s_.lens[j], B));
     kmf = mf;
   }
   const size_t qpart = B * Hp * nmax * d, kpart = B * Gp * nmax * d, rpart = B * Hp * nmax;
@@ -595,76 +683,75 @@ tsr_status Call<T>::run_alltoall(tsr_ring_s& ring) {
     T *Of = w_[5].data(), *Lf = w_[6].data(), *lf = w_[7].data();
     for (size_t j = 0; j < p; ++j) {
       T* part = sb + j * in_per_dest_;
-      pack_part(part, x_.q, B, H, j * Hp, Hp, n, nmax, d);
-      pack_part(part + qpart, x_.k, B, G, j * Gp, Gp, n, nmax, d);
-      pack_part(part + qpart + kpart, x_.v, B, G, j * Gp, Gp, n, nmax, d);
+      TSR_LOCAL(pack_part(ops, part, x_.q, B, H, j * Hp, Hp, n, nmax, d));
+      TSR_LOCAL(pack_part(ops, part + qpart, x_.k, B, G, j * Gp, Gp, n, nmax, d));
+      TSR_LOCAL(pack_part(ops, part + qpart + kpart, x_.v, B, G, j * Gp, Gp, n, nmax, d));
     }
     TSR_TRY(alltoall(c, sb, rb, in_per_dest_, s_.type));
     for (size_t j = 0; j < p; ++j) {
       const T* part = rb + j * in_per_dest_;
-      unpack_full(Qf, part, B, Hp, np, j, nmax, d);
-      unpack_full(Kf, part + qpart, B, Gp, np, j, nmax, d);
-      unpack_full(Vf, part + qpart + kpart, B, Gp, np, j, nmax, d);
+      TSR_LOCAL(unpack_full(ops, Qf, part, B, Hp, np, j, nmax, d));
+      TSR_LOCAL(unpack_full(ops, Kf, part + qpart, B, Gp, np, j, nmax, d));
+      TSR_LOCAL(unpack_full(ops, Vf, part + qpart + kpart, B, Gp, np, j, nmax, d));
     }
-    fwd_init(gl, np, Of, Lf, lf);
-    fwd_block(gl, Qf, all, Kf, Vf, all, kmf, Of, Lf, lf, w_[8].data(), Poke());
-    fwd_finish(gl, np, Of, Lf, lf, Lf);
+    TSR_LOCAL(ops.init(np, Of, Lf, lf));
+    TSR_LOCAL(ops.fwd(Qf, all, Kf, Vf, all, kmf, Of, Lf, lf, w_[8].data(), Poke()));
+    TSR_LOCAL(ops.finish(np, Of, Lf, lf, Lf));
     for (size_t j = 0; j < p; ++j) {
       T* part = sb + j * out_per_dest_;
-      pack_back(part, Of, B, Hp, np, j, nmax, d);
-      pack_back(part + qpart, Lf, B, Hp, np, j, nmax, 1);
+      TSR_LOCAL(pack_back(ops, part, Of, B, Hp, np, j, nmax, d));
+      TSR_LOCAL(pack_back(ops, part + qpart, Lf, B, Hp, np, j, nmax, 1));
     }
     TSR_TRY(alltoall(c, sb, rb, out_per_dest_, s_.type));
     for (size_t j = 0; j < p; ++j) {
       const T* part = rb + j * out_per_dest_;
-      unpack_back(x_.o, part, B, H, j * Hp, Hp, n, nmax, d);
-      unpack_back(x_.lse, part + qpart, B, H, j * Hp, Hp, n, nmax, 1);
+      TSR_LOCAL(unpack_back(ops, x_.o, part, B, H, j * Hp, Hp, n, nmax, d));
+      TSR_LOCAL(unpack_back(ops, x_.lse, part + qpart, B, H, j * Hp, Hp, n, nmax, 1));
     }
-    return TSR_SUCCESS;
+    return bad;
   }
   T *dOf = w_[5].data(), *Lf = w_[6].data(), *Df = w_[7].data();
   T *dQf = w_[8].data(), *dKf = w_[9].data(), *dVf = w_[10].data(), *Dl = w_[11].data();
-  bwd_delta(g_, n, x_.o_in, x_.dout, Dl);
+  TSR_LOCAL(local_ops.delta(n, x_.o_in, x_.dout, Dl));
   for (size_t j = 0; j < p; ++j) {
     T* part = sb + j * in_per_dest_;
-    pack_part(part, x_.q, B, H, j * Hp, Hp, n, nmax, d);
-    pack_part(part + qpart, x_.k, B, G, j * Gp, Gp, n, nmax, d);
-    pack_part(part + qpart + kpart, x_.v, B, G, j * Gp, Gp, n, nmax, d);
-    pack_part(part + qpart + 2 * kpart, x_.dout, B, H, j * Hp, Hp, n, nmax, d);
-    pack_part(part + 2 * qpart + 2 * kpart, x_.lse_in, B, H, j * Hp, Hp, n, nmax, 1);
-    pack_part(part + 2 * qpart + 2 * kpart + rpart, Dl, B, H, j * Hp, Hp, n, nmax, 1);
+    TSR_LOCAL(pack_part(ops, part, x_.q, B, H, j * Hp, Hp, n, nmax, d));
+    TSR_LOCAL(pack_part(ops, part + qpart, x_.k, B, G, j * Gp, Gp, n, nmax, d));
+    TSR_LOCAL(pack_part(ops, part + qpart + kpart, x_.v, B, G, j * Gp, Gp, n, nmax, d));
+    TSR_LOCAL(pack_part(ops, part + qpart + 2 * kpart, x_.dout, B, H, j * Hp, Hp, n, nmax, d));
+    TSR_LOCAL(pack_part(ops, part + 2 * qpart + 2 * kpart, x_.lse_in, B, H, j * Hp, Hp, n, nmax, 1));
+    TSR_LOCAL(pack_part(ops, part + 2 * qpart + 2 * kpart + rpart, static_cast<const T*>(Dl), B, H, j * Hp, Hp, n, nmax,
+                      1));
   }
   TSR_TRY(alltoall(c, sb, rb, in_per_dest_, s_.type));
   for (size_t j = 0; j < p; ++j) {
     const T* part = rb + j * in_per_dest_;
-    unpack_full(Qf, part, B, Hp, np, j, nmax, d);
-    unpack_full(Kf, part + qpart, B, Gp, np, j, nmax, d);
-    unpack_full(Vf, part + qpart + kpart, B, Gp, np, j, nmax, d);
-    unpack_full(dOf, part + qpart + 2 * kpart, B, Hp, np, j, nmax, d);
-    unpack_full(Lf, part + 2 * qpart + 2 * kpart, B, Hp, np, j, nmax, 1);
-    unpack_full(Df, part + 2 * qpart + 2 * kpart + rpart, B, Hp, np, j, nmax, 1);
+    TSR_LOCAL(unpack_full(ops, Qf, part, B, Hp, np, j, nmax, d));
+    TSR_LOCAL(unpack_full(ops, Kf, part + qpart, B, Gp, np, j, nmax, d));
+    TSR_LOCAL(unpack_full(ops, Vf, part + qpart + kpart, B, Gp, np, j, nmax, d));
+    TSR_LOCAL(unpack_full(ops, dOf, part + qpart + 2 * kpart, B, Hp, np, j, nmax, d));
+    TSR_LOCAL(unpack_full(ops, Lf, part + 2 * qpart + 2 * kpart, B, Hp, np, j, nmax, 1));
+    TSR_LOCAL(unpack_full(ops, Df, part + 2 * qpart + 2 * kpart + rpart, B, Hp, np, j, nmax, 1));
   }
-  const size_t qf = B * Hp * np * d, kf = B * Gp * np * d;
-  if (qf > 0) std::memset(dQf, 0, qf * sizeof(T));
-  if (kf > 0) {
-    std::memset(dKf, 0, kf * sizeof(T));
-    std::memset(dVf, 0, kf * sizeof(T));
-  }
-  bwd_block(gl, Qf, all, Kf, Vf, all, kmf, dOf, Lf, Df, dQf, dKf, dVf, w_[12].data(), Poke());
+  TSR_LOCAL(ops.zero(dQf, B * Hp * np * d));
+  TSR_LOCAL(ops.zero(dKf, B * Gp * np * d));
+  TSR_LOCAL(ops.zero(dVf, B * Gp * np * d));
+  TSR_LOCAL(ops.bwd(Qf, all, Kf, Vf, all, kmf, dOf, Lf, Df, dQf, dKf, dVf, w_[12].data(), Poke()));
   for (size_t j = 0; j < p; ++j) {
     T* part = sb + j * out_per_dest_;
-    pack_back(part, dQf, B, Hp, np, j, nmax, d);
-    pack_back(part + qpart, dKf, B, Gp, np, j, nmax, d);
-    pack_back(part + qpart + kpart, dVf, B, Gp, np, j, nmax, d);
+    TSR_LOCAL(pack_back(ops, part, dQf, B, Hp, np, j, nmax, d));
+    TSR_LOCAL(pack_back(ops, part + qpart, dKf, B, Gp, np, j, nmax, d));
+    TSR_LOCAL(pack_back(ops, part + qpart + kpart, dVf, B, Gp, np, j, nmax, d));
   }
   TSR_TRY(alltoall(c, sb, rb, out_per_dest_, s_.type));
   for (size_t j = 0; j < p; ++j) {
     const T* part = rb + j * out_per_dest_;
-    unpack_back(x_.dq, part, B, H, j * Hp, Hp, n, nmax, d);
-    unpack_back(x_.dk, part + qpart, B, G, j * Gp, Gp, n, nmax, d);
-    unpack_back(x_.dv, part + qpart + kpart, B, G, j * Gp, Gp, n, nmax, d);
+    TSR_LOCAL(unpack_back(ops, x_.dq, part, B, H, j * Hp, Hp, n, nmax, d));
+    TSR_LOCAL(unpack_back(ops, x_.dk, part + qpart, B, G, j * Gp, Gp, n, nmax, d));
+    TSR_LOCAL(unpack_back(ops, x_.dv, part + qpart + kpart, B, G, j * Gp, Gp, n, nmax, d));
   }
-  return TSR_SUCCESS;
+  return bad;
+#undef TSR_LOCAL
 }
 
 // ------------------------------------------------------------- validation
@@ -751,10 +838,9 @@ tsr_status check_space(const Args& a, Shape* s) {
     return fail(TSR_ERR_STATE, "device tensors need a context bound to a device (tsr_context_set_device)");
   s->dev = ctx->cuda_device;
   s->stream = ctx->cuda_stream;
-  if (s->variant != TSR_ATTN_RING)
-    return fail(TSR_ERR_UNSUPPORTED, "%s.data is CUDA device memory: on the device only cfg->variant = TSR_ATTN_RING "
-                "runs in this version (not %s)", what,
-                s->variant == TSR_ATTN_RING_TWO_PASS ? "TSR_ATTN_RING_TWO_PASS" : "TSR_ATTN_ALLTOALL");
+  if (s->variant == TSR_ATTN_RING_TWO_PASS)
+    return fail(TSR_ERR_UNSUPPORTED, "%s.data is CUDA device memory: on the device cfg->variant = TSR_ATTN_RING or "
+                "TSR_ATTN_ALLTOALL runs in this version (not TSR_ATTN_RING_TWO_PASS)", what);
   if (s->type != TSR_FLOAT32)
     return fail(TSR_ERR_UNSUPPORTED, "%s.data is CUDA device memory: the CUDA attention kernels take cfg->type = "
                 "TSR_FLOAT32 (not %s)", what, dtype_name(s->type));

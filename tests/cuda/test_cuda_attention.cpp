@@ -1,5 +1,6 @@
 // Ring attention on CUDA device tensors (issue 17, docs/GPU.md "Ring
-// attention"): tsr_attn_forward / tsr_attn_backward with every tensor in
+// attention"): tsr_attn_forward / tsr_attn_backward (variants TSR_ATTN_RING
+// and TSR_ATTN_ALLTOALL) with every tensor in
 // device memory of the context's device, against the same calls on host
 // tensors (the host ring attention, same ring) and against the float64
 // reference of the CPU tests (tests/common/attn_reference.hpp, fed the
@@ -20,7 +21,8 @@
 // same control bytes, and the host's point-to-point payload (self/intra-node)
 // charged as device_to_device_bytes (other nodes: the same p2p entries); no
 // host<->device bytes (nothing staged). Workspace: tsr_ring_workspace_peak
-// of a device call = tsr_attn_workspace less the host kernels' score tiles.
+// of a device call = tsr_attn_workspace less the host kernels' score tiles
+// (all-to-all without a key mask: plus the padding mask, B x p*nmax bytes).
 //
 // Ranks: at 1 rank everything runs. At 2 and 4 ranks the ring must move
 // device memory (NCCL between distinct GPUs, or CUDA-aware MPI): where it
@@ -35,8 +37,7 @@
 //
 // Bad input on every rank: device tensors with a context bound to no device
 // (STATE), host and device tensors mixed in one call (INVALID_ARG), float64,
-// the two-pass and all-to-all variants and head_dim > 256 on the device
-// (UNSUPPORTED).
+// the two-pass variant and head_dim > 256 on the device (UNSUPPORTED).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -124,15 +125,17 @@ struct Dev {
 };
 
 struct Case {
+  tsr_attn_variant variant = TSR_ATTN_RING;
   tsr_attn_layout layout = TSR_ATTN_LAYOUT_CONTIGUOUS;
   bool causal = false;
   int mask = 0;  // 0: none; 1: some padding; 2: padding and batch 1 fully masked
   size_t B = 2, H = 4, G = 4, d = 32, N = 0;
   std::string str() const {
     static const char* names[] = {"contiguous", "zigzag", "striped"};
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%s causal=%d mask=%d B=%zu H=%zu G=%zu d=%zu N=%zu p=%d", names[layout],
-                  causal ? 1 : 0, mask, B, H, G, d, N, world_size());
+    char buf[180];
+    std::snprintf(buf, sizeof buf, "%s %s causal=%d mask=%d B=%zu H=%zu G=%zu d=%zu N=%zu p=%d",
+                  variant == TSR_ATTN_RING ? "ring" : variant == TSR_ATTN_ALLTOALL ? "all-to-all" : "two-pass",
+                  names[layout], causal ? 1 : 0, mask, B, H, G, d, N, world_size());
     return buf;
   }
 };
@@ -196,9 +199,11 @@ tsr_counters counters(tsr_context ctx) {
   EXPECT_EQ(tsr_counters_get(ctx, "total", &c), TSR_SUCCESS) << tsr_last_error(ctx);
   return c;
 }
+// Data bytes this rank sent: point-to-point payload and modelled collective
+// wire bytes, every peer class.
 uint64_t p2p_bytes(const tsr_counters& c) {
   uint64_t b = 0;
-  for (int k = 0; k < TSR_PEER_CLASSES; ++k) b += c.p2p_sent[k].bytes;
+  for (int k = 0; k < TSR_PEER_CLASSES; ++k) b += c.p2p_sent[k].bytes + c.coll_wire_sent[k].bytes;
   return b;
 }
 
@@ -273,6 +278,10 @@ void expect_same_bytes(const char* what, const tsr_counters& h, const tsr_counte
   // inter-node payload stays in the p2p entries.
   EXPECT_EQ(p2p_bytes(d) + d.device_to_device_bytes, p2p_bytes(h)) << what << ": data bytes";
   EXPECT_EQ(d.p2p_sent[TSR_PEER_REMOTE].bytes, h.p2p_sent[TSR_PEER_REMOTE].bytes) << what << ": inter-node bytes";
+  EXPECT_EQ(d.coll_wire_sent[TSR_PEER_REMOTE].bytes, h.coll_wire_sent[TSR_PEER_REMOTE].bytes) << what;
+  EXPECT_EQ(d.coll_payload_sent, h.coll_payload_sent) << what << ": collective payload";
+  EXPECT_EQ(d.coll_payload_recv, h.coll_payload_recv) << what << ": collective payload";
+  for (int k = 0; k < TSR_COLL_KINDS; ++k) EXPECT_EQ(d.coll_calls[k], h.coll_calls[k]) << what << ": collective " << k;
   EXPECT_EQ(d.host_to_device_bytes, 0u) << what << ": nothing is staged through host memory";
   EXPECT_EQ(d.device_to_host_bytes, 0u) << what << ": nothing is staged through host memory";
   EXPECT_EQ(h.device_to_device_bytes, 0u) << what;
@@ -286,6 +295,7 @@ void check_case(Bound& b, const Case& c) {
   as.scale = 1.0 / std::sqrt(static_cast<double>(c.d));
   const AttnRef ref = tsr_test::attention_reference(as, f);
   tsr_attn_config cfg = TSR_ATTN_CONFIG_INIT;
+  cfg.variant = c.variant;
   cfg.layout = c.layout;
   cfg.causal = c.causal;
   cfg.seq_len = c.N;
@@ -336,8 +346,20 @@ void check_case(Bound& b, const Case& c) {
   ASSERT_EQ(tsr_attn_workspace(&cfg, p, r, c.B, c.H, c.G, c.d, c.mask ? 1 : 0, 1, &wb), TSR_SUCCESS);
   EXPECT_EQ(h.peak_fwd, wf);
   EXPECT_EQ(h.peak_bwd, wb);
-  EXPECT_EQ(d.peak_fwd, wf - 64 * 128 * sizeof(float));
-  EXPECT_EQ(d.peak_bwd, wb - 2 * 64 * 128 * sizeof(float));
+  // All-to-all on the device: plus a full-sequence key mask (B x p*nmax
+  // bytes) for the padding when the call has none.
+  size_t pad = 0;
+  if (c.variant == TSR_ATTN_ALLTOALL && !c.mask) {
+    size_t nmax = 0;
+    for (int j = 0; j < p; ++j) {
+      size_t nj = 0;
+      ASSERT_EQ(tsr_attn_shard_len(c.layout, c.N, p, j, &nj), TSR_SUCCESS);
+      nmax = std::max(nmax, nj);
+    }
+    pad = c.B * static_cast<size_t>(p) * nmax;
+  }
+  EXPECT_EQ(d.peak_fwd, wf - 64 * 128 * sizeof(float) + pad);
+  EXPECT_EQ(d.peak_bwd, wb - 2 * 64 * 128 * sizeof(float) + pad);
 }
 
 size_t seq_for(int p) { return 61 * static_cast<size_t>(p) + 5; }  // uneven shards at every p
@@ -351,6 +373,23 @@ TEST(CudaAttention, EveryLayoutCausalMaskGqa) {
         for (size_t G : {size_t(4), size_t(2)}) {
           Case c;
           c.layout = l, c.causal = causal != 0, c.mask = mask, c.G = G, c.N = seq_for(world_size());
+          check_case(b, c);
+        }
+}
+
+// All-to-all (heads scattered, the block over the whole padded sequence).
+TEST(CudaAttention, AllToAllEveryLayoutCausalMask) {
+  Bound b;
+  const int p = world_size();
+  const tsr_attn_layout layouts[] = {TSR_ATTN_LAYOUT_CONTIGUOUS, TSR_ATTN_LAYOUT_ZIGZAG, TSR_ATTN_LAYOUT_STRIPED};
+  for (tsr_attn_layout l : layouts)
+    for (int causal = 0; causal < 2; ++causal)
+      for (int mask = 0; mask < 3; mask += 2)
+        for (size_t G : {size_t(4), size_t(2)}) {
+          if (G % static_cast<size_t>(p) != 0) continue;  // p must divide the kv heads
+          Case c;
+          c.variant = TSR_ATTN_ALLTOALL;
+          c.layout = l, c.causal = causal != 0, c.mask = mask, c.G = G, c.N = seq_for(p);
           check_case(b, c);
         }
 }
@@ -489,13 +528,11 @@ TEST(CudaAttention, BadInputOnEveryRank) {
     expect_status(tsr_attn_forward(b.ring, &c64, &a, &bk, &cv, nullptr, &od, &ld), TSR_ERR_UNSUPPORTED, b.ctx,
                   "TSR_FLOAT32");
   }
-  // (all-to-all needs p to divide the heads first: 1 head, so at 1 rank)
-  for (tsr_attn_variant v : {TSR_ATTN_RING_TWO_PASS, TSR_ATTN_ALLTOALL}) {
-    if (v == TSR_ATTN_ALLTOALL && p > 1) continue;
+  {
     tsr_attn_config cv = cfg;
-    cv.variant = v;
+    cv.variant = TSR_ATTN_RING_TWO_PASS;
     expect_status(tsr_attn_forward(b.ring, &cv, &tq, &tk, &tv, nullptr, &to, &tl), TSR_ERR_UNSUPPORTED, b.ctx,
-                  "only cfg->variant = TSR_ATTN_RING");
+                  "not TSR_ATTN_RING_TWO_PASS");
   }
   {  // head_dim beyond the CUDA kernels' 256
     const size_t dd = 264;
