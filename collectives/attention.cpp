@@ -175,6 +175,38 @@ struct HostOps {
     bwd_block(g, q, qr, k, v, kr, km, dout, lse, delta, dq, dk, dv, tiles, poke);
     return TSR_SUCCESS;
   }
+  // The two-pass baseline's full score rows (rsa_*, attention_impl.hpp).
+  tsr_status scores(const T* q, const Rows& qr, const T* k, const Rows& kr, const uint8_t* km, T* sc, size_t ntot,
+                    size_t off) const {
+    rsa_scores(g, q, qr, k, kr, km, sc, ntot, off);
+    return TSR_SUCCESS;
+  }
+  tsr_status softmax(size_t nq, T* sc, size_t ntot, T* lse) const {
+    rsa_softmax(g, nq, sc, ntot, lse);
+    return TSR_SUCCESS;
+  }
+  tsr_status probs(size_t nq, T* sc, size_t ntot, const T* lse) const {
+    rsa_probs(g, nq, sc, ntot, lse);
+    return TSR_SUCCESS;
+  }
+  tsr_status av(size_t nq, const T* a, size_t ntot, size_t off, const T* v, size_t nk, T* o) const {
+    rsa_av(g, nq, a, ntot, off, v, nk, o);
+    return TSR_SUCCESS;
+  }
+  tsr_status dav(size_t nq, const T* a, T* da, size_t ntot, size_t off, const T* v, size_t nk, const T* dout,
+                 T* dv) const {
+    rsa_dav(g, nq, a, da, ntot, off, v, nk, dout, dv);
+    return TSR_SUCCESS;
+  }
+  tsr_status ds(size_t nq, const T* a, T* da, size_t ntot, const T* delta) const {
+    rsa_ds(g, nq, a, da, ntot, delta);
+    return TSR_SUCCESS;
+  }
+  tsr_status dqk(size_t nq, const T* dsc, size_t ntot, size_t off, const T* q, const T* k, size_t nk, T* dq,
+                 T* dk) const {
+    rsa_dqk(g, nq, dsc, ntot, off, q, k, nk, dq, dk);
+    return TSR_SUCCESS;
+  }
   // rows x width bytes between pitched buffers (the all-to-all's packing).
   tsr_status copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows) const {
     if (width > 0)
@@ -266,6 +298,30 @@ struct CudaOps {
     return empty() ? TSR_SUCCESS
                    : cuda::bwd_block(on, cs, q, qr.n, qr.pos, k, v, kr.n, kr.pos, km, dout, lse, delta, dq, dk, dv);
   }
+  tsr_status scores(const float* q, const Rows& qr, const float* k, const Rows& kr, const uint8_t* km, float* sc,
+                    size_t ntot, size_t off) const {
+    return empty() ? TSR_SUCCESS : cuda::rsa_scores(on, cs, q, qr.n, qr.pos, k, kr.n, kr.pos, km, sc, ntot, off);
+  }
+  tsr_status softmax(size_t nq, float* sc, size_t ntot, float* lse) const {
+    return empty() ? TSR_SUCCESS : cuda::rsa_softmax(on, cs, nq, sc, ntot, lse);
+  }
+  tsr_status probs(size_t nq, float* sc, size_t ntot, const float* lse) const {
+    return empty() ? TSR_SUCCESS : cuda::rsa_probs(on, cs, nq, sc, ntot, lse);
+  }
+  tsr_status av(size_t nq, const float* a, size_t ntot, size_t off, const float* v, size_t nk, float* o) const {
+    return empty() ? TSR_SUCCESS : cuda::rsa_av(on, cs, nq, a, ntot, off, v, nk, o);
+  }
+  tsr_status dav(size_t nq, const float* a, float* da, size_t ntot, size_t off, const float* v, size_t nk,
+                 const float* dout, float* dv) const {
+    return empty() ? TSR_SUCCESS : cuda::rsa_dav(on, cs, nq, a, da, ntot, off, v, nk, dout, dv);
+  }
+  tsr_status ds(size_t nq, const float* a, float* da, size_t ntot, const float* delta) const {
+    return empty() ? TSR_SUCCESS : cuda::rsa_ds(on, cs, nq, a, da, ntot, delta);
+  }
+  tsr_status dqk(size_t nq, const float* dsc, size_t ntot, size_t off, const float* q, const float* k, size_t nk,
+                 float* dq, float* dk) const {
+    return empty() ? TSR_SUCCESS : cuda::rsa_dqk(on, cs, nq, dsc, ntot, off, q, k, nk, dq, dk);
+  }
   tsr_status copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows) const {
     if (width == 0 || rows == 0) return TSR_SUCCESS;
     tsr::cuda::DeviceGuard guard;
@@ -343,23 +399,8 @@ class Call {
     return (*x)->prepare();
   }
   // The rank's own rows (queries) and the rows of the key block of `src`.
-  Rows own_rows() {
-    positions(s_.layout, s_.N, s_.p, s_.r, qpos_.data());
-    qr_.n = s_.n;
-    qr_.pos = qpos_.data();
-    qr_.segs = qsegs_;
-    qr_.nsegs = segments(s_.layout, s_.N, s_.p, s_.r, 0, qsegs_);
-    return qr_;
-  }
-  Rows key_rows(int src) {
-    positions(s_.layout, s_.N, s_.p, src, kpos_.data());
-    Rows kr;
-    kr.n = s_.lens[static_cast<size_t>(src)];
-    kr.pos = kpos_.data();
-    kr.segs = ksegs_;
-    kr.nsegs = segments(s_.layout, s_.N, s_.p, src, 0, ksegs_);
-    return kr;
-  }
+  // The rank's own rows and the rows of a key block come from the ops
+  // (rows()): positions in the tensors' memory.
   Poke poker(RingExchange* x) const {
     return [x]() { x->poke(); };
   }
@@ -368,7 +409,8 @@ class Call {
   template <class Ops>
   tsr_status run_ring(tsr_ring_s& ring, const Ops& ops);
   tsr_status prepare_two_pass();
-  tsr_status run_two_pass(tsr_ring_s& ring);
+  template <class Ops>
+  tsr_status run_two_pass(tsr_ring_s& ring, const Ops& ops);
   tsr_status prepare_alltoall();
   template <class Ops>
   tsr_status run_alltoall(tsr_ring_s& ring, const Ops& ops, const Ops& local_ops);
@@ -379,7 +421,6 @@ class Call {
   Geo<T> g_;
   Ws<int64_t> qpos_, kpos_;
   Seg qsegs_[2], ksegs_[2];
-  Rows qr_;
   Ws<T> w_[13];
   Ws<uint8_t> m_[3];
   std::unique_ptr<RingExchange> x1_, x2_, x3_;
@@ -406,7 +447,13 @@ tsr_status Call<T>::run(tsr_ring_s& ring) {
 #endif
       if (s_.device) return fail(TSR_ERR_INTERNAL, "device attention without its CUDA kernels");
       return run_ring(ring, HostOps<T>{s_, g_});
-    case TSR_ATTN_RING_TWO_PASS: return run_two_pass(ring);
+    case TSR_ATTN_RING_TWO_PASS:
+#if TSR_HAVE_CUDA
+      if constexpr (std::is_same<T, float>::value)
+        if (s_.device) return run_two_pass(ring, CudaOps(s_, g_));
+#endif
+      if (s_.device) return fail(TSR_ERR_INTERNAL, "device attention without its CUDA kernels");
+      return run_two_pass(ring, HostOps<T>{s_, g_});
     case TSR_ATTN_ALLTOALL: {
       Geo<T> gl = g_;  // this rank's share of the heads
       gl.H = s_.H / static_cast<size_t>(s_.p);
@@ -523,66 +570,79 @@ tsr_status Call<T>::prepare_two_pass() {
   return exchange(&x3_, {circ(x_.k, s_.type, kvt)});
 }
 
+// One algorithm for both memories. A failing local step (a CUDA fault)
+// skips the rest of this rank's local work, never a pass or the
+// reduce-scatters (no rank waits forever); its status is returned.
 template <class T>
-tsr_status Call<T>::run_two_pass(tsr_ring_s& ring) {
-  const Rows qr = own_rows();
+template <class Ops>
+tsr_status Call<T>::run_two_pass(tsr_ring_s& ring, const Ops& ops) {
+  tsr_status bad = TSR_SUCCESS;
+#define TSR_LOCAL(x)                   \
+  do {                                 \
+    if (bad == TSR_SUCCESS) bad = (x); \
+  } while (0)
+  Rows qr;
+  TSR_LOCAL(ops.rows(s_.r, qpos_.data(), qsegs_, &qr));
   const size_t N = s_.N, kvt = s_.B * s_.G * s_.d;
   T* S = w_[0].data();
   tsr_status cb = TSR_SUCCESS;
-  auto scores = [&](int, int src, void* const* blk) {
-    const Rows kr = key_rows(src);
-    rsa_scores(g_, x_.q, qr, static_cast<const T*>(blk[0]), kr, s_.mask ? static_cast<const uint8_t*>(blk[1]) : nullptr,
-               S, N, s_.offs[static_cast<size_t>(src)]);
-    return TSR_SUCCESS;
+  auto scores = [&](int, int src, void* const* blk) -> tsr_status {
+    TSR_TRY(bad);
+    Rows kr;
+    TSR_TRY(ops.rows(src, kpos_.data(), ksegs_, &kr));
+    return ops.scores(x_.q, qr, static_cast<const T*>(blk[0]), kr,
+                      s_.mask ? static_cast<const uint8_t*>(blk[1]) : nullptr, S, N, s_.offs[static_cast<size_t>(src)]);
   };
   TSR_TRY(x1_->run(ring, scores, &cb));
+  if (bad == TSR_SUCCESS) bad = cb;
   const size_t osz = s_.B * s_.H * s_.n * s_.d;
   if (!s_.backward) {
-    rsa_softmax(g_, s_.n, S, N, x_.lse);
-    if (osz > 0) std::memset(x_.o, 0, osz * sizeof(T));
+    TSR_LOCAL(ops.softmax(s_.n, S, N, x_.lse));
+    TSR_LOCAL(ops.zero(x_.o, osz));
     TSR_TRY(x2_->run(
         ring,
-        [&](int, int src, void* const* blk) {
-          rsa_av(g_, s_.n, S, N, s_.offs[static_cast<size_t>(src)], static_cast<const T*>(blk[0]),
-                 s_.lens[static_cast<size_t>(src)], x_.o);
-          return TSR_SUCCESS;
+        [&](int, int src, void* const* blk) -> tsr_status {
+          TSR_TRY(bad);
+          return ops.av(s_.n, S, N, s_.offs[static_cast<size_t>(src)], static_cast<const T*>(blk[0]),
+                        s_.lens[static_cast<size_t>(src)], x_.o);
         },
         &cb));
-    return cb;
+    return bad != TSR_SUCCESS ? bad : cb;
   }
   T *dA = w_[1].data(), *delta = w_[2].data(), *dkf = w_[3].data(), *dvf = w_[4].data();
-  rsa_probs(g_, s_.n, S, N, x_.lse_in);
-  bwd_delta(g_, s_.n, x_.o_in, x_.dout, delta);
+  TSR_LOCAL(ops.probs(s_.n, S, N, x_.lse_in));
+  TSR_LOCAL(ops.delta(s_.n, x_.o_in, x_.dout, delta));
   const size_t full = kvt * N;
-  if (full > 0) {
-    std::memset(dkf, 0, full * sizeof(T));
-    std::memset(dvf, 0, full * sizeof(T));
-  }
+  TSR_LOCAL(ops.zero(dkf, full));
+  TSR_LOCAL(ops.zero(dvf, full));
   TSR_TRY(x2_->run(
       ring,
-      [&](int, int src, void* const* blk) {
+      [&](int, int src, void* const* blk) -> tsr_status {
+        TSR_TRY(bad);
         const size_t off = s_.offs[static_cast<size_t>(src)];
-        rsa_dav(g_, s_.n, S, dA, N, off, static_cast<const T*>(blk[0]), s_.lens[static_cast<size_t>(src)], x_.dout,
-                dvf + kvt * off);
-        return TSR_SUCCESS;
+        return ops.dav(s_.n, S, dA, N, off, static_cast<const T*>(blk[0]), s_.lens[static_cast<size_t>(src)], x_.dout,
+                       dvf + kvt * off);
       },
       &cb));
-  rsa_ds(g_, s_.n, S, dA, N, delta);
-  if (osz > 0) std::memset(x_.dq, 0, osz * sizeof(T));
+  if (bad == TSR_SUCCESS) bad = cb;
+  TSR_LOCAL(ops.ds(s_.n, S, dA, N, delta));
+  TSR_LOCAL(ops.zero(x_.dq, osz));
   TSR_TRY(x3_->run(
       ring,
-      [&](int, int src, void* const* blk) {
+      [&](int, int src, void* const* blk) -> tsr_status {
+        TSR_TRY(bad);
         const size_t off = s_.offs[static_cast<size_t>(src)];
-        rsa_dqk(g_, s_.n, dA, N, off, x_.q, static_cast<const T*>(blk[0]), s_.lens[static_cast<size_t>(src)], x_.dq,
-                dkf + kvt * off);
-        return TSR_SUCCESS;
+        return ops.dqk(s_.n, dA, N, off, x_.q, static_cast<const T*>(blk[0]), s_.lens[static_cast<size_t>(src)], x_.dq,
+                       dkf + kvt * off);
       },
       &cb));
+  if (bad == TSR_SUCCESS) bad = cb;
   const Comm& c = *ring.comm;
   const std::vector<size_t> cnt = counts(kvt);
   TSR_TRY(reduce_scatterv(c, dkf, x_.dk, cnt.data(), s_.type, TSR_SUM));
   TSR_TRY(reduce_scatterv(c, dvf, x_.dv, cnt.data(), s_.type, TSR_SUM));
-  return cb;
+  return bad;
+#undef TSR_LOCAL
 }
 
 // -------------------------------------------------------------- all-to-all
@@ -838,9 +898,6 @@ tsr_status check_space(const Args& a, Shape* s) {
     return fail(TSR_ERR_STATE, "device tensors need a context bound to a device (tsr_context_set_device)");
   s->dev = ctx->cuda_device;
   s->stream = ctx->cuda_stream;
-  if (s->variant == TSR_ATTN_RING_TWO_PASS)
-    return fail(TSR_ERR_UNSUPPORTED, "%s.data is CUDA device memory: on the device cfg->variant = TSR_ATTN_RING or "
-                "TSR_ATTN_ALLTOALL runs in this version (not TSR_ATTN_RING_TWO_PASS)", what);
   if (s->type != TSR_FLOAT32)
     return fail(TSR_ERR_UNSUPPORTED, "%s.data is CUDA device memory: the CUDA attention kernels take cfg->type = "
                 "TSR_FLOAT32 (not %s)", what, dtype_name(s->type));

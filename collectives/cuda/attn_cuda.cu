@@ -320,6 +320,119 @@ __global__ void pos_kernel(size_t len, size_t c0, int64_t s0, int64_t s1, int64_
     out[i] = i < c0 ? s0 + static_cast<int64_t>(i) * stride : s1 + static_cast<int64_t>(i - c0) * stride;
 }
 
+// ------------------------------------------------- two-pass (plain kernels)
+#define TSR_GRID_LOOP(I_, N_)                                                           \
+  for (size_t I_ = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; I_ < (N_); \
+       I_ += static_cast<size_t>(gridDim.x) * blockDim.x)
+
+__global__ void rsa_scores_kernel(Geo g, const float* q, size_t nq, const int64_t* qpos, const float* k, size_t nk,
+                                  const int64_t* kpos, const uint8_t* kmask, float* sc, size_t ntot, size_t off) {
+  const size_t n = static_cast<size_t>(g.B) * g.H * nq * nk;
+  TSR_GRID_LOOP(x, n) {
+    const size_t j = x % nk, i = (x / nk) % nq, bh = x / (nk * nq);
+    const int b = static_cast<int>(bh / g.H), h = static_cast<int>(bh % g.H);
+    const size_t bg = static_cast<size_t>(b) * g.G + h / g.grp;
+    const uint8_t* km = kmask ? kmask + static_cast<size_t>(b) * nk : nullptr;
+    float v = -INFINITY;
+    if (visible(g, qpos, i, kpos, j, km)) {
+      const float* qr = q + (bh * nq + i) * g.d;
+      const float* kr = k + (bg * nk + j) * g.d;
+      float dot = 0.0f;
+      for (int e = 0; e < g.d; ++e) dot += qr[e] * kr[e];
+      v = g.scale * dot;
+    }
+    sc[(bh * nq + i) * ntot + off + j] = v;
+  }
+}
+
+__global__ void rsa_softmax_kernel(size_t rows, float* sc, size_t ntot, float* lse) {
+  TSR_GRID_LOOP(r, rows) {
+    float* row = sc + r * ntot;
+    float mx = -INFINITY;
+    for (size_t j = 0; j < ntot; ++j) mx = fmaxf(mx, row[j]);
+    if (mx == -INFINITY) {
+      for (size_t j = 0; j < ntot; ++j) row[j] = 0.0f;
+      lse[r] = -INFINITY;
+      continue;
+    }
+    float sum = 0.0f;
+    for (size_t j = 0; j < ntot; ++j) {
+      row[j] = expf(row[j] - mx);
+      sum += row[j];
+    }
+    const float inv = 1.0f / sum;
+    for (size_t j = 0; j < ntot; ++j) row[j] *= inv;
+    lse[r] = mx + logf(sum);
+  }
+}
+
+__global__ void rsa_probs_kernel(size_t rows, float* sc, size_t ntot, const float* lse) {
+  TSR_GRID_LOOP(x, rows * ntot) {
+    const float l = lse[x / ntot];
+    sc[x] = l == -INFINITY ? 0.0f : expf(sc[x] - l);
+  }
+}
+
+__global__ void rsa_av_kernel(Geo g, size_t nq, const float* a, size_t ntot, size_t off, const float* v, size_t nk,
+                              float* o) {
+  const size_t n = static_cast<size_t>(g.B) * g.H * nq * g.d;
+  TSR_GRID_LOOP(x, n) {
+    const size_t e = x % g.d, i = (x / g.d) % nq, bh = x / (g.d * nq);
+    const size_t bg = (bh / g.H) * g.G + (bh % g.H) / g.grp;
+    const float* arow = a + (bh * nq + i) * ntot + off;
+    float acc = 0.0f;
+    for (size_t j = 0; j < nk; ++j) acc += arow[j] * v[(bg * nk + j) * g.d + e];
+    o[(bh * nq + i) * g.d + e] += acc;
+  }
+}
+
+__global__ void rsa_da_kernel(Geo g, size_t nq, float* da, size_t ntot, size_t off, const float* v, size_t nk,
+                              const float* dout) {
+  const size_t n = static_cast<size_t>(g.B) * g.H * nq * nk;
+  TSR_GRID_LOOP(x, n) {
+    const size_t j = x % nk, i = (x / nk) % nq, bh = x / (nk * nq);
+    const size_t bg = (bh / g.H) * g.G + (bh % g.H) / g.grp;
+    float acc = 0.0f;
+    for (int e = 0; e < g.d; ++e) acc += dout[(bh * nq + i) * g.d + e] * v[(bg * nk + j) * g.d + e];
+    da[(bh * nq + i) * ntot + off + j] = acc;
+  }
+}
+
+// out[bg, j, e] += alpha * sum over the group's heads h and rows i of
+// m[bh, i, off + j] * x[bh, i, e]  (dV from A and dO; dK from dS and Q).
+__global__ void rsa_tn_kernel(Geo g, size_t nq, const float* m, size_t ntot, size_t off, const float* xin, size_t nk,
+                              float alpha, float* out) {
+  const size_t n = static_cast<size_t>(g.B) * g.G * nk * g.d;
+  TSR_GRID_LOOP(x, n) {
+    const size_t e = x % g.d, j = (x / g.d) % nk, bg = x / (g.d * nk);
+    const size_t b = bg / g.G, gi = bg % g.G;
+    float acc = 0.0f;
+    for (int hh = 0; hh < g.grp; ++hh) {
+      const size_t bh = b * g.H + gi * g.grp + hh;
+      for (size_t i = 0; i < nq; ++i) acc += m[(bh * nq + i) * ntot + off + j] * xin[(bh * nq + i) * g.d + e];
+    }
+    out[(bg * nk + j) * g.d + e] += alpha * acc;
+  }
+}
+
+__global__ void rsa_ds_kernel(size_t rows, const float* a, float* da, size_t ntot, const float* delta) {
+  TSR_GRID_LOOP(x, rows * ntot) da[x] = a[x] * (da[x] - delta[x / ntot]);
+}
+
+__global__ void rsa_dq_kernel(Geo g, size_t nq, const float* ds, size_t ntot, size_t off, const float* k, size_t nk,
+                              float* dq) {
+  const size_t n = static_cast<size_t>(g.B) * g.H * nq * g.d;
+  TSR_GRID_LOOP(x, n) {
+    const size_t e = x % g.d, i = (x / g.d) % nq, bh = x / (g.d * nq);
+    const size_t bg = (bh / g.H) * g.G + (bh % g.H) / g.grp;
+    const float* srow = ds + (bh * nq + i) * ntot + off;
+    float acc = 0.0f;
+    for (size_t j = 0; j < nk; ++j) acc += srow[j] * k[(bg * nk + j) * g.d + e];
+    dq[(bh * nq + i) * g.d + e] += g.scale * acc;
+  }
+}
+#undef TSR_GRID_LOOP
+
 // --------------------------------------------------------------- host side
 tsr_status check_shape(const Shape& s) {
   if (s.B == 0 || s.H == 0 || s.G == 0)
@@ -380,6 +493,85 @@ tsr_status positions(const On& on, size_t len, size_t c0, int64_t s0, int64_t s1
   TSR_CUDA_CHECK(cudaGetLastError(), "launching the position ids of a shard");
   return TSR_SUCCESS;
 }
+
+#define TSR_RSA_LAUNCH(kernel, n, what, ...)                                                  \
+  do {                                                                                        \
+    tsr::cuda::DeviceGuard guard;                                                             \
+    TSR_TRY(guard.enter(on.device));                                                          \
+    kernel<<<grid_for(n), 256, 0, on.stream>>>(__VA_ARGS__);                                  \
+    TSR_CUDA_CHECK(cudaGetLastError(), what);                                                 \
+  } while (0)
+
+tsr_status rsa_scores(const On& on, const Shape& s, const float* q, size_t nq, const int64_t* qpos, const float* k,
+                      size_t nk, const int64_t* kpos, const uint8_t* kmask, float* sc, size_t ntot, size_t off) {
+  TSR_TRY(check_block(on, s, nq, nk, qpos, kpos, kmask));
+  if (nq == 0 || nk == 0) return TSR_SUCCESS;
+  TSR_TRY(check_ptrs(on.device, {{q, "q"}, {k, "k"}, {sc, "scores"}}));
+  TSR_RSA_LAUNCH(rsa_scores_kernel, s.B * s.H * nq * nk, "launching the two-pass scores", geo(s), q, nq, qpos, k, nk,
+                 kpos, kmask, sc, ntot, off);
+  return TSR_SUCCESS;
+}
+
+tsr_status rsa_softmax(const On& on, const Shape& s, size_t nq, float* sc, size_t ntot, float* lse) {
+  TSR_TRY(check_shape(s));
+  const size_t rows = s.B * s.H * nq;
+  if (rows == 0) return TSR_SUCCESS;
+  TSR_TRY(check_ptrs(on.device, {{sc, "scores"}, {lse, "lse"}}));
+  TSR_RSA_LAUNCH(rsa_softmax_kernel, rows, "launching the two-pass softmax", rows, sc, ntot, lse);
+  return TSR_SUCCESS;
+}
+
+tsr_status rsa_probs(const On& on, const Shape& s, size_t nq, float* sc, size_t ntot, const float* lse) {
+  TSR_TRY(check_shape(s));
+  const size_t rows = s.B * s.H * nq;
+  if (rows == 0 || ntot == 0) return TSR_SUCCESS;
+  TSR_TRY(check_ptrs(on.device, {{sc, "scores"}, {lse, "lse"}}));
+  TSR_RSA_LAUNCH(rsa_probs_kernel, rows * ntot, "launching the two-pass probabilities", rows, sc, ntot, lse);
+  return TSR_SUCCESS;
+}
+
+tsr_status rsa_av(const On& on, const Shape& s, size_t nq, const float* a, size_t ntot, size_t off, const float* v,
+                  size_t nk, float* o) {
+  TSR_TRY(check_shape(s));
+  if (nq == 0 || nk == 0) return TSR_SUCCESS;
+  TSR_TRY(check_ptrs(on.device, {{a, "probabilities"}, {v, "v"}, {o, "o"}}));
+  TSR_RSA_LAUNCH(rsa_av_kernel, s.B * s.H * nq * s.d, "launching the two-pass A v", geo(s), nq, a, ntot, off, v, nk, o);
+  return TSR_SUCCESS;
+}
+
+tsr_status rsa_dav(const On& on, const Shape& s, size_t nq, const float* a, float* da, size_t ntot, size_t off,
+                   const float* v, size_t nk, const float* dout, float* dv) {
+  TSR_TRY(check_shape(s));
+  if (nq == 0 || nk == 0) return TSR_SUCCESS;
+  TSR_TRY(check_ptrs(on.device, {{a, "probabilities"}, {da, "dA"}, {v, "v"}, {dout, "dout"}, {dv, "dv"}}));
+  TSR_RSA_LAUNCH(rsa_da_kernel, s.B * s.H * nq * nk, "launching the two-pass dA", geo(s), nq, da, ntot, off, v, nk,
+                 dout);
+  TSR_RSA_LAUNCH(rsa_tn_kernel, s.B * s.G * nk * s.d, "launching the two-pass dV", geo(s), nq, a, ntot, off, dout, nk,
+                 1.0f, dv);
+  return TSR_SUCCESS;
+}
+
+tsr_status rsa_ds(const On& on, const Shape& s, size_t nq, const float* a, float* da, size_t ntot, const float* delta) {
+  TSR_TRY(check_shape(s));
+  const size_t rows = s.B * s.H * nq;
+  if (rows == 0 || ntot == 0) return TSR_SUCCESS;
+  TSR_TRY(check_ptrs(on.device, {{a, "probabilities"}, {da, "dA"}, {delta, "delta"}}));
+  TSR_RSA_LAUNCH(rsa_ds_kernel, rows * ntot, "launching the two-pass dS", rows, a, da, ntot, delta);
+  return TSR_SUCCESS;
+}
+
+tsr_status rsa_dqk(const On& on, const Shape& s, size_t nq, const float* ds, size_t ntot, size_t off, const float* q,
+                   const float* k, size_t nk, float* dq, float* dk) {
+  TSR_TRY(check_shape(s));
+  if (nq == 0 || nk == 0) return TSR_SUCCESS;
+  TSR_TRY(check_ptrs(on.device, {{ds, "dS"}, {q, "q"}, {k, "k"}, {dq, "dq"}, {dk, "dk"}}));
+  TSR_RSA_LAUNCH(rsa_dq_kernel, s.B * s.H * nq * s.d, "launching the two-pass dQ", geo(s), nq, ds, ntot, off, k, nk,
+                 dq);
+  TSR_RSA_LAUNCH(rsa_tn_kernel, s.B * s.G * nk * s.d, "launching the two-pass dK", geo(s), nq, ds, ntot, off, q, nk,
+                 s.scale, dk);
+  return TSR_SUCCESS;
+}
+#undef TSR_RSA_LAUNCH
 
 tsr_status fwd_init(const On& on, const Shape& s, size_t nq, float* o, float* m, float* l) {
   TSR_TRY(check_shape(s));

@@ -59,6 +59,22 @@ tsr_status bwd_block(const On& on, const Shape& s, const float* q, size_t nq, co
 // two chunks; striped: s0 = rank, stride = p). out: device memory.
 tsr_status positions(const On& on, size_t len, size_t c0, int64_t s0, int64_t s1, int64_t stride, int64_t* out);
 
+// The two-pass baseline (ring self-attention) on full score rows, with the
+// semantics of the CPU kernels rsa_* (attention_impl.hpp): s is
+// (B,H,nq,ntot), a key block's columns at [off, off+nk). Plain kernels (one
+// thread per output element): the baseline, correct rather than fast.
+tsr_status rsa_scores(const On& on, const Shape& s, const float* q, size_t nq, const int64_t* qpos, const float* k,
+                      size_t nk, const int64_t* kpos, const uint8_t* kmask, float* sc, size_t ntot, size_t off);
+tsr_status rsa_softmax(const On& on, const Shape& s, size_t nq, float* sc, size_t ntot, float* lse);
+tsr_status rsa_probs(const On& on, const Shape& s, size_t nq, float* sc, size_t ntot, const float* lse);
+tsr_status rsa_av(const On& on, const Shape& s, size_t nq, const float* a, size_t ntot, size_t off, const float* v,
+                  size_t nk, float* o);
+tsr_status rsa_dav(const On& on, const Shape& s, size_t nq, const float* a, float* da, size_t ntot, size_t off,
+                   const float* v, size_t nk, const float* dout, float* dv);
+tsr_status rsa_ds(const On& on, const Shape& s, size_t nq, const float* a, float* da, size_t ntot, const float* delta);
+tsr_status rsa_dqk(const On& on, const Shape& s, size_t nq, const float* ds, size_t ntot, size_t off, const float* q,
+                   const float* k, size_t nk, float* dq, float* dk);
+
 // Floating-point operations of a forward block / backward block without
 // masking (4 B H nq nk d and 10 B H nq nk d; the benchmark's TFLOP/s).
 inline double fwd_flops(const Shape& s, size_t nq, size_t nk) {

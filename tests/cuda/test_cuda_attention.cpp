@@ -1,6 +1,6 @@
 // Ring attention on CUDA device tensors (issue 17, docs/GPU.md "Ring
-// attention"): tsr_attn_forward / tsr_attn_backward (variants TSR_ATTN_RING
-// and TSR_ATTN_ALLTOALL) with every tensor in
+// attention"): tsr_attn_forward / tsr_attn_backward (every variant: ring,
+// two-pass, all-to-all) with every tensor in
 // device memory of the context's device, against the same calls on host
 // tensors (the host ring attention, same ring) and against the float64
 // reference of the CPU tests (tests/common/attn_reference.hpp, fed the
@@ -36,8 +36,8 @@
 // travelling sum (exact small-integer values).
 //
 // Bad input on every rank: device tensors with a context bound to no device
-// (STATE), host and device tensors mixed in one call (INVALID_ARG), float64,
-// the two-pass variant and head_dim > 256 on the device (UNSUPPORTED).
+// (STATE), host and device tensors mixed in one call (INVALID_ARG), float64
+// and head_dim > 256 on the device (UNSUPPORTED).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -349,6 +349,7 @@ void check_case(Bound& b, const Case& c) {
   // All-to-all on the device: plus a full-sequence key mask (B x p*nmax
   // bytes) for the padding when the call has none.
   size_t pad = 0;
+  const size_t tiles = c.variant == TSR_ATTN_RING_TWO_PASS ? 0 : 64 * 128 * sizeof(float);  // none in two-pass
   if (c.variant == TSR_ATTN_ALLTOALL && !c.mask) {
     size_t nmax = 0;
     for (int j = 0; j < p; ++j) {
@@ -358,8 +359,8 @@ void check_case(Bound& b, const Case& c) {
     }
     pad = c.B * static_cast<size_t>(p) * nmax;
   }
-  EXPECT_EQ(d.peak_fwd, wf - 64 * 128 * sizeof(float) + pad);
-  EXPECT_EQ(d.peak_bwd, wb - 2 * 64 * 128 * sizeof(float) + pad);
+  EXPECT_EQ(d.peak_fwd, wf - tiles + pad);
+  EXPECT_EQ(d.peak_bwd, wb - 2 * tiles + pad);
 }
 
 size_t seq_for(int p) { return 61 * static_cast<size_t>(p) + 5; }  // uneven shards at every p
@@ -392,6 +393,20 @@ TEST(CudaAttention, AllToAllEveryLayoutCausalMask) {
           c.layout = l, c.causal = causal != 0, c.mask = mask, c.G = G, c.N = seq_for(p);
           check_case(b, c);
         }
+}
+
+// The two-pass baseline (full score rows, plain kernels).
+TEST(CudaAttention, TwoPassEveryLayoutCausalMask) {
+  Bound b;
+  const tsr_attn_layout layouts[] = {TSR_ATTN_LAYOUT_CONTIGUOUS, TSR_ATTN_LAYOUT_ZIGZAG, TSR_ATTN_LAYOUT_STRIPED};
+  for (tsr_attn_layout l : layouts)
+    for (int causal = 0; causal < 2; ++causal)
+      for (int mask = 0; mask < 3; mask += 2) {
+        Case c;
+        c.variant = TSR_ATTN_RING_TWO_PASS;
+        c.layout = l, c.causal = causal != 0, c.mask = mask, c.G = causal ? 2 : 4, c.N = seq_for(world_size());
+        check_case(b, c);
+      }
 }
 
 TEST(CudaAttention, HeadDimsAndMqa) {
@@ -527,12 +542,6 @@ TEST(CudaAttention, BadInputOnEveryRank) {
         ld{l64.p, 1, 1, n, 1};
     expect_status(tsr_attn_forward(b.ring, &c64, &a, &bk, &cv, nullptr, &od, &ld), TSR_ERR_UNSUPPORTED, b.ctx,
                   "TSR_FLOAT32");
-  }
-  {
-    tsr_attn_config cv = cfg;
-    cv.variant = TSR_ATTN_RING_TWO_PASS;
-    expect_status(tsr_attn_forward(b.ring, &cv, &tq, &tk, &tv, nullptr, &to, &tl), TSR_ERR_UNSUPPORTED, b.ctx,
-                  "not TSR_ATTN_RING_TWO_PASS");
   }
   {  // head_dim beyond the CUDA kernels' 256
     const size_t dd = 264;
