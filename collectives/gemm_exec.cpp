@@ -640,9 +640,10 @@ struct DevOps {
 
 template <class I>
 tsr_status run_device(const Call& x) {
-  DevOps<I> ops(*static_cast<cuda::Blas*>(x.dev_blas), x.dev_work, x.dev_cap);
-  cuda::DeviceGuard g;
-  TSR_TRY(g.enter(ops.blas.device()));
+  cuda::Blas& blas = *static_cast<cuda::Blas*>(x.dev_blas);
+  cuda::DeviceGuard g;  // outlives ops: its extra blocks are freed on the device
+  TSR_TRY(g.enter(blas.device()));
+  DevOps<I> ops(blas, x.dev_work, x.dev_cap);
   TSR_TRY(run_engine(x, ops));
   return ops.error;
 }
