@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "blas_int.hpp"
@@ -515,6 +517,18 @@ tsr_status run_engine(const Call& x, Ops& ops) {
 }  // namespace
 
 #if TSR_HAVE_CUDA
+namespace {
+// The context's device workspace (in its GEMM pool): one cudaMalloc block
+// that grows to the largest call, for one device and stream. Calls on one
+// stream reuse it in stream order; growing it (cudaFree, which waits for
+// the device) or a new binding (a fresh block) is the only synchronisation.
+struct DevWork {
+  cuda::DeviceBuffer buf;
+  int device = -1;
+  cudaStream_t stream = nullptr;
+};
+}  // namespace
+
 tsr_status device_prepare(tsr_context ctx, Call* x) {
   x->dev_blas = nullptr;
   x->dev_work = nullptr;
@@ -527,36 +541,34 @@ tsr_status device_prepare(tsr_context ctx, Call* x) {
   TSR_TRY(cuda::context_blas(&pool->cublas, dev, stream, &blas));
   x->dev_blas = blas;
   if (!x->c->member) return TSR_SUCCESS;
-  // One stream-ordered block for the call's temporaries (its first kAlign
-  // bytes stand in for empty buffers in transport calls: the device
-  // transport routes by where buffers live, so none may be NULL).
   const size_t work = work_bytes(*x);
   // One rank with nothing to hold (the plain local product): no transport
-  // call, no temporaries, no allocation.
+  // call, no temporaries, no workspace.
   if (work == 0 && x->c->size() == 1) return TSR_SUCCESS;
+  // The call's temporaries; the first kAlign bytes stand in for empty
+  // buffers in transport calls (the device transport routes by where
+  // buffers live, so none may be NULL).
   const size_t bytes = work + kAlign;
   cuda::DeviceGuard g;
   TSR_TRY(g.enter(dev));
-  void* p = nullptr;
-  const cudaError_t e = cudaMallocAsync(&p, bytes, stream);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return fail(e == cudaErrorMemoryAllocation ? TSR_ERR_NO_MEMORY : TSR_ERR_INTERNAL,
-                "allocating the GEMM's %zu bytes of device workspace (cudaMallocAsync): CUDA error %s (%s)", bytes,
-                cudaGetErrorName(e), cudaGetErrorString(e));
+  DevWork* w = static_cast<DevWork*>(pool->dwork.get());
+  if (w == nullptr || w->device != dev || w->stream != stream) {
+    pool->dwork.reset();  // cudaFree of the old block waits for its work
+    std::shared_ptr<DevWork> fresh(new (std::nothrow) DevWork());
+    if (!fresh) return fail(TSR_ERR_NO_MEMORY, "allocating the GEMM's device workspace record");
+    fresh->device = dev;
+    fresh->stream = stream;
+    pool->dwork = fresh;
+    w = fresh.get();
   }
-  x->dev_work = p;
+  TSR_TRY(w->buf.reserve(bytes, "allocating the GEMM's device workspace (cudaMalloc)"));
+  x->dev_work = w->buf.get();
   x->dev_cap = bytes;
   return TSR_SUCCESS;
 }
 
-tsr_status device_release(tsr_context ctx, Call* x) {
-  if (x->dev_work == nullptr) return TSR_SUCCESS;
-  cuda::DeviceGuard g;
-  TSR_TRY(g.enter(ctx->cuda_device));
-  void* p = x->dev_work;
-  x->dev_work = nullptr;
-  TSR_CUDA_CHECK(cudaFreeAsync(p, static_cast<cudaStream_t>(ctx->cuda_stream)), "freeing the GEMM's device workspace");
+tsr_status device_release(tsr_context, Call* x) {
+  x->dev_work = nullptr;  // the block stays in the context's pool
   return TSR_SUCCESS;
 }
 

@@ -84,6 +84,7 @@ struct Pool {
   size_t cap = 0;
   uint64_t overflows = 0;  // arenas that needed more than was reserved (tests check 0)
   std::shared_ptr<void> cublas;  // the device path's cuBLAS handle (collectives/cuda/gemm_cuda.hpp)
+  std::shared_ptr<void> dwork;   // the device path's workspace block (gemm_exec.cpp, DevWork)
   ~Pool();
 };
 constexpr size_t kAlign = 64;
@@ -142,10 +143,10 @@ struct Call {
 };
 tsr_status execute(const Call& call, Arena& arena);
 // The device path's handle and workspace for *call (members: work_bytes
-// plus a stand-in for empty buffers, cudaMallocAsync on the context's
-// stream); UNSUPPORTED in a build without CUDA. Local.
+// plus a stand-in for empty buffers, from the context's device block, grown
+// with cudaMalloc when too small); UNSUPPORTED in a build without CUDA. Local.
 tsr_status device_prepare(tsr_context ctx, Call* call);
-// cudaFreeAsync of the workspace (stream-ordered: no host synchronisation).
+// Ends the call's use of the workspace (the block stays with the context).
 tsr_status device_release(tsr_context ctx, Call* call);
 // Bytes of pool the engine takes for this call on this rank (0 off the grid).
 size_t work_bytes(const Call& call);

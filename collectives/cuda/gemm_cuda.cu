@@ -5,6 +5,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <memory>
+#include <new>
+
 #include "cuda_util.hpp"
 
 namespace tsr {
