@@ -1,7 +1,7 @@
 // bench_cuda: the CUDA kernels (issue 17) against their yardsticks, measured
 // side by side in one run, nccl-tests-style table (one line per case):
 //
-//   bench_cuda [--reps 9] [--gemm 4096,8192] [--lamb 1e7,1e8] [--attn 4096]
+//   bench_cuda [--reps 9] [--gemm 4096,8192] [--dgemm 4096,8192] [--lamb 1e7,1e8] [--attn 4096]
 //              [--lamb-variants all|v4u2b4096,...] [--ring 4096]
 //
 //  gemm  tessera's local product (tsr::cuda::gemm: argument and pointer
@@ -10,6 +10,12 @@
 //        float32, bfloat16 and float16 inputs (C float32; C in the input type
 //        for the 16-bit types too). ratio = cuBLAS time / tessera time
 //        (target >= 0.80).
+//  dgemm the distributed GEMM's public path at 1 rank: tsr_gemm_ex on
+//        device buffers (context bound to device 0 and the benchmark's
+//        stream, 1x1x1 grid, TSR_GEMM_AUTO; checks, agreement, workspace,
+//        cuBLAS product) against plain cublasGemmEx, float32 and bfloat16
+//        inputs, C float32. ratio = cuBLAS time / tsr_gemm time (target
+//        >= 0.80). Initialises MPI (singleton) if nobody has.
 //  lamb  one LAMB step of the fused kernels (pass A with its sums to the
 //        host, the per-group sums and trust ratio on the host, pass B) over n
 //        float32 parameters in work items of 16384 elements, against
@@ -49,6 +55,7 @@
 // a note when no CUDA device is visible.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
@@ -69,6 +76,7 @@
 #include "gemm_cuda.hpp"
 #include "kernels.hpp"
 #include "opt_cuda.hpp"
+#include "tessera/tessera.h"
 
 namespace {
 
@@ -210,6 +218,99 @@ void bench_gemm(const std::vector<double>& sizes, int reps, cudaStream_t s) {
     CK(cudaFree(c));
   }
   BK(cublasDestroy(plain));
+}
+
+// ------------------------------------------------------- distributed GEMM
+// tsr_gemm_ex on device buffers at 1 rank (a context bound to device 0 and
+// the stream s, a 1x1x1 grid, TSR_GEMM_AUTO: the whole public path with its
+// argument checks, agreement, workspace and cuBLAS product) against plain
+// cublasGemmEx on the same sizes, types and stream.
+void bench_dgemm(const std::vector<double>& sizes, int reps, cudaStream_t s) {
+  header("dgemm: tsr_gemm_ex on device buffers, 1 rank (the public path) vs plain cublasGemmEx, C float32");
+  std::printf("# %8s %6s %12s %12s %12s %12s %7s %17s\n", "n", "in", "tsr_gemm_ms", "cublas_ms", "tsr_TFLOPs",
+              "cublas_TFLOPs", "ratio", "ratio_min..max");
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+      std::fprintf(stderr, "bench_cuda: MPI_Init failed; no dgemm figures\n");
+      return;
+    }
+  }
+  tsr_context ctx = nullptr;
+#define DK(x)                                                                                \
+  do {                                                                                       \
+    tsr_status s_ = (x);                                                                     \
+    if (s_ != TSR_SUCCESS) {                                                                 \
+      std::fprintf(stderr, "bench_cuda: %s: %s\n", #x, tsr_last_error(ctx));                 \
+      std::exit(1);                                                                          \
+    }                                                                                        \
+  } while (0)
+  DK(tsr_context_create(MPI_COMM_SELF, &ctx));
+  DK(tsr_context_set_device(ctx, 0, s));
+  tsr_grid grid = nullptr;
+  int dims[3] = {1, 1, 1};
+  DK(tsr_grid_create(ctx, TSR_GRID_3D, dims, &grid));
+  cublasHandle_t plain;
+  BK(cublasCreate(&plain));
+  BK(cublasSetStream(plain, s));
+  const tsr_layout whole = TSR_LAYOUT_REPLICATED;
+  for (double nd : sizes) {
+    const int64_t n = static_cast<int64_t>(nd);
+    const size_t elems = static_cast<size_t>(n * n);
+    void *a, *b, *c;
+    CK(cudaMalloc(&a, elems * 4));
+    CK(cudaMalloc(&b, elems * 4));
+    CK(cudaMalloc(&c, elems * 4));
+    fill(a, elems * 4, s);
+    fill(b, elems * 4, s);
+    for (tsr_dtype in : {TSR_FLOAT32, TSR_BFLOAT16}) {
+      tsr_matrix A = nullptr, B = nullptr, C = nullptr;
+      DK(tsr_matrix_create(grid, n, n, in, &whole, n, &A));
+      DK(tsr_matrix_create(grid, n, n, in, &whole, n, &B));
+      DK(tsr_matrix_create(grid, n, n, TSR_FLOAT32, &whole, n, &C));
+      const cudaDataType_t ti = in == TSR_FLOAT32 ? CUDA_R_32F : CUDA_R_16BF;
+      const float one = 1, zero = 0;
+      auto ours = [&] { DK(tsr_gemm_ex(nullptr, TSR_NOTRANS, TSR_NOTRANS, 1.0, A, a, B, b, 0.0, C, c)); };
+      auto theirs = [&] {
+        BK(cublasGemmEx(plain, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(n),
+                        static_cast<int>(n), &one, a, ti, static_cast<int>(n), b, ti, static_cast<int>(n), &zero, c,
+                        CUDA_R_32F, static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      };
+      ours();
+      theirs();
+      std::vector<double> to_ms, tc_ms, ratio;
+      for (int r = 0; r < reps; ++r) {
+        double x, y;
+        if (r % 2 == 0) {
+          x = time_ms(s, ours);
+          y = time_ms(s, theirs);
+        } else {
+          y = time_ms(s, theirs);
+          x = time_ms(s, ours);
+        }
+        to_ms.push_back(x);
+        tc_ms.push_back(y);
+        ratio.push_back(y / x);
+      }
+      const Stat so = stat(to_ms), sc = stat(tc_ms), sr = stat(ratio);
+      const double fl = 2.0 * nd * nd * nd;
+      std::printf("  %8lld %6s %12.4f %12.4f %12.2f %12.2f %7.3f %8.3f..%-8.3f\n", static_cast<long long>(n),
+                  in == TSR_FLOAT32 ? "f32" : "bf16", so.med, sc.med, fl / so.med * 1e-9, fl / sc.med * 1e-9, sr.med,
+                  sr.lo, sr.hi);
+      DK(tsr_matrix_destroy(&A));
+      DK(tsr_matrix_destroy(&B));
+      DK(tsr_matrix_destroy(&C));
+    }
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+    CK(cudaFree(c));
+  }
+  BK(cublasDestroy(plain));
+  DK(tsr_grid_destroy(&grid));
+  DK(tsr_context_destroy(&ctx));
+#undef DK
 }
 
 // ------------------------------------------------------------------ LAMB
@@ -516,8 +617,8 @@ void bench_ring(const std::vector<double>& sizes, int reps, cudaStream_t s) {
 }
 
 int usage(const char* msg) {
-  std::fprintf(stderr, "bench_cuda: %s\nusage: bench_cuda [--reps N] [--gemm n,...] [--lamb n,...] [--attn N,...] "
-               "[--lamb-variants all|vVuUbB,...] [--ring N,...]\n", msg);
+  std::fprintf(stderr, "bench_cuda: %s\nusage: bench_cuda [--reps N] [--gemm n,...] [--dgemm n,...] [--lamb n,...] "
+               "[--attn N,...] [--lamb-variants all|vVuUbB,...] [--ring N,...]\n", msg);
   return 2;
 }
 
@@ -525,7 +626,7 @@ int usage(const char* msg) {
 
 int main(int argc, char** argv) {
   int reps = 9;
-  std::vector<double> gemm{4096, 8192}, lamb{1e7, 1e8}, attn{4096}, ringn{4096};
+  std::vector<double> gemm{4096, 8192}, dgemm{4096, 8192}, lamb{1e7, 1e8}, attn{4096}, ringn{4096};
   std::vector<tsr::opt::cuda::KernelConfig> variants;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -536,6 +637,8 @@ int main(int argc, char** argv) {
       if (reps < 1) return usage("--reps must be >= 1");
     } else if (a == "--gemm") {
       gemm = parse_list(argv[++i], &ok);
+    } else if (a == "--dgemm") {
+      dgemm = parse_list(argv[++i], &ok);
     } else if (a == "--lamb") {
       lamb = parse_list(argv[++i], &ok);
     } else if (a == "--lamb-variants") {
@@ -561,6 +664,8 @@ int main(int argc, char** argv) {
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   for (double& x : gemm) x = std::floor(x);
   if (!gemm.empty() && gemm[0] > 0) bench_gemm(gemm, reps, s);
+  for (double& x : dgemm) x = std::floor(x);
+  if (!dgemm.empty() && dgemm[0] > 0) bench_dgemm(dgemm, reps, s);
   if (!lamb.empty() && lamb[0] > 0) bench_lamb(lamb, reps, s);
   if (!variants.empty() && !lamb.empty() && lamb[0] > 0) bench_lamb_variants(lamb, variants, reps, s);
   if (!attn.empty() && attn[0] > 0) bench_attn(attn, reps, s);

@@ -16,6 +16,7 @@
 
 #include "core.hpp"
 #include "device.hpp"
+#include "device_transport.hpp"
 #include "energy/profile.hpp"
 #include "gemm_internal.hpp"
 #include "transport.hpp"
@@ -69,6 +70,7 @@ tsr_status prepare(const tsr_gemm_options* opt, tsr_trans ta, tsr_trans tb, doub
   Roles roles;
   tsr_gemm_algo algo = TSR_GEMM_AUTO;
   int64_t m = 0, n = 0, k = 0;
+  int space = 0;  // 0 host, 1 CUDA device (agreed)
   auto local = [&]() -> tsr_status {
     if (opt != nullptr) {
       if (opt->magic != TSR_GEMM_MAGIC || opt->size < sizeof(tsr_gemm_options))
@@ -96,9 +98,11 @@ tsr_status prepare(const tsr_gemm_options* opt, tsr_trans ta, tsr_trans tb, doub
     if (check_grid(C->grid, "C's grid") != TSR_SUCCESS)
       return fail(TSR_ERR_STATE, "the grid of 'C' was destroyed before its matrices");
     const Dist &da = A->dist, &db = B->dist, &dc = C->dist;
-    if (da.type != dc.type || db.type != dc.type)
-      return fail(TSR_ERR_INVALID_ARG, "'A', 'B' and 'C' must have one type (got %s, %s, %s)", dtype_name(da.type),
-                  dtype_name(db.type), dtype_name(dc.type));
+    // One type, or bfloat16 inputs with float32 C (device buffers only).
+    const bool mixed = da.type == TSR_BFLOAT16 && db.type == TSR_BFLOAT16 && dc.type == TSR_FLOAT32;
+    if (!mixed && (da.type != dc.type || db.type != dc.type))
+      return fail(TSR_ERR_INVALID_ARG, "'A', 'B' and 'C' must have one type, or A and B TSR_BFLOAT16 with C "
+                  "TSR_FLOAT32 (got %s, %s, %s)", dtype_name(da.type), dtype_name(db.type), dtype_name(dc.type));
     m = dc.m;
     n = dc.n;
     const int64_t am = ta ? da.n : da.m, ak = ta ? da.m : da.n;
@@ -120,16 +124,45 @@ tsr_status prepare(const tsr_gemm_options* opt, tsr_trans ta, tsr_trans tb, doub
       if (dc.rows * dc.cols > 0 && c == nullptr) return fail(TSR_ERR_INVALID_ARG, "argument 'c' is NULL");
       if (overlap(c, extent(dc), a, extent(da))) return fail(TSR_ERR_INVALID_ARG, "argument 'c' overlaps 'a' (C aliases A)");
       if (overlap(c, extent(dc), b, extent(db))) return fail(TSR_ERR_INVALID_ARG, "argument 'c' overlaps 'b' (C aliases B)");
-      // Device operands (issue 17): the local products exist on CUDA
-      // (collectives/cuda/gemm_cuda.hpp) but the engines' panels, packing
-      // and accumulation are host loops: refuse rather than read device
-      // memory on the host.
+      // Device operands (issue 17): a, b and c all in one memory space;
+      // device memory needs a context bound to its device.
+      const char* host_arg = nullptr;
+      const char* dev_arg = nullptr;
       for (const std::pair<const void*, const char*>& x :
            {std::make_pair(a, "a"), std::make_pair(static_cast<const void*>(b), "b"),
-            std::make_pair(static_cast<const void*>(c), "c")})
-        if (device::space_of(x.first) == device::Space::device)
-          return fail(TSR_ERR_UNSUPPORTED, "argument '%s' is CUDA device memory; tsr_gemm takes host buffers in "
-                      "this version (docs/GEMM.md, \"CUDA\")", x.second);
+            std::make_pair(static_cast<const void*>(c), "c")}) {
+        if (x.first == nullptr) continue;
+        device::Space sp = device::Space::host;
+        TSR_TRY(device::check_buffer(ctx, x.first, x.second, &sp));
+        if (sp == device::Space::device) {
+          if (!dev_arg) dev_arg = x.second;
+        } else if (!host_arg) {
+          host_arg = x.second;
+        }
+      }
+      if (host_arg && dev_arg)
+        return fail(TSR_ERR_INVALID_ARG, "argument '%s' is host memory but '%s' is CUDA device memory: pass a, b and "
+                    "c in one memory space", host_arg, dev_arg);
+      // A rank with no local blocks follows its context's binding.
+      space = dev_arg ? 1 : host_arg ? 0 : (ctx->cuda_device >= 0 ? 1 : 0);
+    } else {
+      space = ctx->cuda_device >= 0 ? 1 : 0;
+    }
+    if (space == 1) {
+      if (dc.type != TSR_FLOAT32)
+        return fail(TSR_ERR_UNSUPPORTED, "C is %s: the device GEMM writes TSR_FLOAT32 C (A and B TSR_FLOAT32 or "
+                    "TSR_BFLOAT16)", dtype_name(dc.type));
+      // Every axis the call may use must move device buffers.
+      for (int x = 0; x < 3; ++x) {
+        static const tsr_grid_axis kAx[3] = {TSR_AXIS_COL, TSR_AXIS_ROW, TSR_AXIS_DEPTH};
+        const char* why = nullptr;
+        if (dc.dims[static_cast<size_t>(x)] > 1 && !device::can_move_device(*C->grid->comms[kAx[x]], &why))
+          return fail(TSR_ERR_UNSUPPORTED, "tsr_gemm on CUDA device buffers: grid dimension %d cannot move device "
+                      "memory: %s", x, why ? why : "no device transport");
+      }
+    } else if (da.type == TSR_BFLOAT16) {
+      return fail(TSR_ERR_UNSUPPORTED, "A and B are TSR_BFLOAT16: bfloat16 products run on CUDA device buffers only "
+                  "(a context bound with tsr_context_set_device); convert to TSR_FLOAT32 on the host");
     }
     Shape s;
     s.m = m;
@@ -137,15 +170,15 @@ tsr_status prepare(const tsr_gemm_options* opt, tsr_trans ta, tsr_trans tb, doub
     s.k = k;
     s.ta = ta == TSR_TRANS;
     s.tb = tb == TSR_TRANS;
-    s.w = static_cast<int64_t>(tsr_dtype_size(dc.type));
+    s.w = static_cast<int64_t>(tsr_dtype_size(da.type));  // the inputs' (panels, gathers)
     if (plan != nullptr) {
       if (plan->m != m || plan->n != n || plan->k != k || plan->transa != ta || plan->transb != tb ||
-          plan->elem_size != tsr_dtype_size(dc.type))
+          plan->elem_size != tsr_dtype_size(da.type))
         return fail(TSR_ERR_SHAPE, "the plan is for %lld x %lld x %lld (elements of %zu bytes, op %c%c), not for "
                     "these operands (%lld x %lld x %lld, %zu bytes, op %c%c)",
                     static_cast<long long>(plan->m), static_cast<long long>(plan->n), static_cast<long long>(plan->k),
                     plan->elem_size, plan->transa ? 'T' : 'N', plan->transb ? 'T' : 'N', static_cast<long long>(m),
-                    static_cast<long long>(n), static_cast<long long>(k), tsr_dtype_size(dc.type), ta ? 'T' : 'N',
+                    static_cast<long long>(n), static_cast<long long>(k), tsr_dtype_size(da.type), ta ? 'T' : 'N',
                     tb ? 'T' : 'N');
       for (int x = 0; x < 3; ++x)
         if (plan->dims[x] != dc.dims[static_cast<size_t>(x)])
@@ -187,18 +220,26 @@ tsr_status prepare(const tsr_gemm_options* opt, tsr_trans ta, tsr_trans tb, doub
     call->beta = beta;
     call->panel = o.panel;
     call->overlap = o.overlap != 0;
+    call->device = space == 1;
     // Message sizes and the workspace, before anything moves: a rank whose
     // gathered blocks exceed MPI's int counts, or that is short of memory,
-    // fails the call everywhere.
+    // fails the call everywhere. Device calls: the workspace on the device.
     TSR_TRY(count_limits(*call));
+    if (call->device) {
+      TSR_TRY(reserve(ctx, 0));
+      return device_prepare(ctx, call);
+    }
     return reserve(ctx, work_bytes(*call));
   };
-  const tsr_status st = local();
-  return agree(*ctx->world, st,
+  tsr_status st = local();
+  st = agree(*ctx->world, st,
                std::vector<Same>{{"algo", o.algo}, {"transa", ta}, {"transb", tb}, {"m (the rows of C)", m, true},
                                  {"n (the columns of C)", n, true}, {"k (the inner size)", k, true},
                                  {"alpha", bits(alpha), true}, {"beta", bits(beta), true}, {"options->panel", o.panel},
-                                 {"options->overlap", o.overlap ? 1 : 0}});
+                                 {"options->overlap", o.overlap ? 1 : 0},
+                                 {"the memory space of a, b and c (0 host, 1 CUDA device)", space}});
+  if (st != TSR_SUCCESS) (void)device_release(ctx, call);
+  return st;
 }
 
 namespace {
@@ -215,7 +256,9 @@ tsr_status run(const tsr_gemm_options* opt, tsr_trans ta, tsr_trans tb, double a
   TSR_TRY(prepare(opt, ta, tb, alpha, A, a, B, b, beta, C, c, &call, plan));
   if (!C->dist.member) return TSR_SUCCESS;  // idle rank
   Arena arena(C->dist.ctx);
-  return execute(call, arena);
+  const tsr_status st = execute(call, arena);
+  const tsr_status rel = device_release(C->dist.ctx, &call);
+  return st != TSR_SUCCESS ? st : rel;
 }
 
 Machine machine_of(const tsr_gemm_machine& m) {

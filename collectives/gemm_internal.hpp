@@ -83,6 +83,8 @@ struct Pool {
   unsigned char* mem = nullptr;
   size_t cap = 0;
   uint64_t overflows = 0;  // arenas that needed more than was reserved (tests check 0)
+  std::shared_ptr<void> cublas;  // the device path's cuBLAS handle (collectives/cuda/gemm_cuda.hpp)
+  std::shared_ptr<void> dwork;   // the device path's workspace block (gemm_exec.cpp, DevWork)
   ~Pool();
 };
 constexpr size_t kAlign = 64;
@@ -130,8 +132,22 @@ struct Call {
   double alpha = 1, beta = 0;
   int64_t panel = 0;
   bool overlap = true;
+  // Device buffers (a context bound to a CUDA device): the engines run on
+  // the device (gemm_exec.cpp, DevOps). prepare() sets these: the context's
+  // cuBLAS handle (a tsr::cuda::Blas) and the call's stream-ordered
+  // workspace; run() gives the workspace back with device_release().
+  bool device = false;
+  void* dev_blas = nullptr;
+  void* dev_work = nullptr;
+  size_t dev_cap = 0;
 };
 tsr_status execute(const Call& call, Arena& arena);
+// The device path's handle and workspace for *call (members: work_bytes
+// plus a stand-in for empty buffers, from the context's device block, grown
+// with cudaMalloc when too small); UNSUPPORTED in a build without CUDA. Local.
+tsr_status device_prepare(tsr_context ctx, Call* call);
+// Ends the call's use of the workspace (the block stays with the context).
+tsr_status device_release(tsr_context ctx, Call* call);
 // Bytes of pool the engine takes for this call on this rank (0 off the grid).
 size_t work_bytes(const Call& call);
 // TSR_ERR_UNSUPPORTED if a message of this call would exceed INT_MAX

@@ -343,9 +343,9 @@ tsr_status create(tsr_grid grid, int64_t m, int64_t n, tsr_dtype type, const tsr
     TSR_CHECK_NOT_NULL(mat);
     *mat = nullptr;
     TSR_CHECK_NOT_NULL(layout);
-    if (type != TSR_FLOAT32 && type != TSR_FLOAT64)
-      return fail(TSR_ERR_INVALID_ARG, "argument 'type' = %s; matrices are TSR_FLOAT32 or TSR_FLOAT64",
-                  dtype_name(type));
+    if (type != TSR_FLOAT32 && type != TSR_FLOAT64 && type != TSR_BFLOAT16)
+      return fail(TSR_ERR_INVALID_ARG, "argument 'type' = %s; matrices are TSR_FLOAT32, TSR_FLOAT64 or TSR_BFLOAT16 "
+                  "(bfloat16: inputs of device GEMMs)", dtype_name(type));
     const std::string why = layout_problem(*layout, dims);
     if (!why.empty()) return fail(TSR_ERR_INVALID_ARG, "argument 'layout': %s", why.c_str());
     if (m < 0 || n < 0)

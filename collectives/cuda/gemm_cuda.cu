@@ -5,6 +5,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <memory>
+#include <new>
+
 #include "cuda_util.hpp"
 
 namespace tsr {
@@ -150,6 +153,86 @@ tsr_status gemm(Blas& blas, bool ta, bool tb, int64_t m, int64_t n, int64_t k, f
                                  data_type(in), ldb, &beta, c, data_type(out), ldc, CUBLAS_COMPUTE_32F,
                                  CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx");
+  return TSR_SUCCESS;
+}
+
+}  // namespace cuda
+}  // namespace tsr
+
+// ------------------------------------------------ the grid GEMM's device ops
+namespace tsr {
+namespace cuda {
+namespace {
+
+unsigned blocks_for(int64_t total, int threads) {
+  const int64_t want = (total + threads - 1) / threads;
+  return static_cast<unsigned>(want < 65535 ? (want > 0 ? want : 1) : 65535);
+}
+
+__global__ void axpby_kernel(float* c, int64_t ldc, int64_t m, int64_t n, float beta, const float* r, int64_t ldr) {
+  const int64_t total = m * n;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i % m, col = i / m;
+    float* p = c + row + col * ldc;
+    const float x = r[row + col * ldr];
+    *p = beta == 0.0f ? x : beta * *p + x;
+  }
+}
+
+}  // namespace
+
+tsr_status copy2d(void* dst, int64_t dld, const void* src, int64_t sld, int64_t rows, int64_t cols, size_t es,
+                  cudaStream_t s) {
+  if (rows <= 0 || cols <= 0) return TSR_SUCCESS;
+  if (dst == nullptr || src == nullptr) return fail(TSR_ERR_INTERNAL, "a device copy of a null block");
+  const size_t width = static_cast<size_t>(rows) * es;
+  if ((dld == rows && sld == rows) || cols == 1) {
+    TSR_CUDA_CHECK(cudaMemcpyAsync(dst, src, width * static_cast<size_t>(cols), cudaMemcpyDeviceToDevice, s),
+                   "packing a GEMM block on the device (cudaMemcpyAsync)");
+    return TSR_SUCCESS;
+  }
+  const size_t dp = static_cast<size_t>(dld) * es, sp = static_cast<size_t>(sld) * es;
+  const size_t kMaxPitch = static_cast<size_t>(1) << 30;  // under every device's cudaDevAttrMaxPitch
+  if (dp <= kMaxPitch && sp <= kMaxPitch) {
+    TSR_CUDA_CHECK(cudaMemcpy2DAsync(dst, dp, src, sp, width, static_cast<size_t>(cols), cudaMemcpyDeviceToDevice, s),
+                   "packing a GEMM block on the device (cudaMemcpy2DAsync)");
+    return TSR_SUCCESS;
+  }
+  for (int64_t j = 0; j < cols; ++j)
+    TSR_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + static_cast<size_t>(j) * dp,
+                                   static_cast<const char*>(src) + static_cast<size_t>(j) * sp, width,
+                                   cudaMemcpyDeviceToDevice, s),
+                   "packing a GEMM column on the device (cudaMemcpyAsync)");
+  return TSR_SUCCESS;
+}
+
+tsr_status scale_f32(float* c, int64_t ldc, int64_t m, int64_t n, float beta, cudaStream_t s) {
+  if (m <= 0 || n <= 0) return TSR_SUCCESS;
+  return scale(c, ldc, m, n, beta, s);
+}
+
+tsr_status axpby_f32(float* c, int64_t ldc, int64_t m, int64_t n, float beta, const float* r, int64_t ldr,
+                     cudaStream_t s) {
+  if (m <= 0 || n <= 0) return TSR_SUCCESS;
+  if (beta == 0.0f) return copy2d(c, ldc, r, ldr, m, n, sizeof(float), s);
+  const int threads = 256;
+  axpby_kernel<<<blocks_for(m * n, threads), threads, 0, s>>>(c, ldc, m, n, beta, r, ldr);
+  TSR_CUDA_CHECK(cudaGetLastError(), "launching the C = beta C + R kernel");
+  return TSR_SUCCESS;
+}
+
+tsr_status context_blas(std::shared_ptr<void>* slot, int device, cudaStream_t stream, Blas** out) {
+  Blas* b = static_cast<Blas*>(slot->get());
+  if (b == nullptr || b->device() != device || b->stream() != stream) {
+    slot->reset();
+    std::shared_ptr<Blas> fresh(new (std::nothrow) Blas());
+    if (!fresh) return fail(TSR_ERR_NO_MEMORY, "allocating the GEMM's cuBLAS handle");
+    TSR_TRY(fresh->init(device, stream));
+    *slot = fresh;
+    b = fresh.get();
+  }
+  *out = b;
   return TSR_SUCCESS;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "tessera/tessera.h"
 
@@ -53,6 +54,27 @@ class Blas {
 // (UNSUPPORTED). Asynchronous: returns once queued on blas.stream().
 tsr_status gemm(Blas& blas, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const void* a,
                 int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc, Elem in, Elem out);
+
+// ------------------------------------------------ the grid GEMM's device ops
+// Stream-ordered pieces of the distributed GEMM on device buffers
+// (collectives/gemm_exec.cpp, "local ops"). All asynchronous on `s`, every
+// CUDA return code and launch checked; nothing touches host memory.
+
+// dst (rows x cols elements of es bytes, leading dimension dld) = src (sld):
+// one cudaMemcpyAsync when both are tight, else cudaMemcpy2DAsync (column
+// by column where a pitch exceeds what cudaMemcpy2D takes). Device to device.
+tsr_status copy2d(void* dst, int64_t dld, const void* src, int64_t sld, int64_t rows, int64_t cols, size_t es,
+                  cudaStream_t s);
+// C = beta C for float32 C (beta = 1: nothing; beta = 0: zeros, C not read).
+tsr_status scale_f32(float* c, int64_t ldc, int64_t m, int64_t n, float beta, cudaStream_t s);
+// C = beta C + R for float32 m x n blocks (beta = 0: C = R, C not read).
+tsr_status axpby_f32(float* c, int64_t ldc, int64_t m, int64_t n, float beta, const float* r, int64_t ldr,
+                     cudaStream_t s);
+
+// The grid GEMM's cuBLAS handle of a context (kept in the context's GEMM
+// pool, gemm_internal.hpp, as *slot): created on first use, re-created when
+// the context's device or stream changed. *out: the handle, ready.
+tsr_status context_blas(std::shared_ptr<void>* slot, int device, cudaStream_t stream, Blas** out);
 
 }  // namespace cuda
 }  // namespace tsr

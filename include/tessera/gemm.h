@@ -70,7 +70,8 @@ typedef struct tsr_layout {
 
 typedef struct tsr_matrix_s* tsr_matrix;
 
-/* Describe a global m x n matrix of type (TSR_FLOAT32 or TSR_FLOAT64) laid out
+/* Describe a global m x n matrix of type (TSR_FLOAT32, TSR_FLOAT64, or
+ * TSR_BFLOAT16 for the inputs of a device GEMM, see tsr_gemm) laid out
  * over grid. ld: this rank's leading dimension (0: the local row count, or 1
  * if that is 0); it may differ between ranks, everything else must agree.
  * The descriptor holds no data: buffers are passed to each call. Destroy
@@ -166,12 +167,28 @@ typedef struct tsr_gemm_options {
  * is never read (NaN in C does not propagate). alpha and beta are converted
  * to the element type. Collective over the grid's context (idle ranks call
  * too and return after the agreement); every data byte goes through the
- * transport. Errors, on every rank before any data moves: INVALID_ARG (NULL
+ * transport.
+ * Device buffers (tessera/device.h, docs/GPU.md): where a, b and c are CUDA
+ * device memory of the device the context is bound to, every algorithm runs
+ * on the device: packing on the context's stream, the same transport calls
+ * (NCCL or CUDA-aware MPI), local products through cuBLAS with float32
+ * accumulation, C float32; A and B TSR_FLOAT32, or both TSR_BFLOAT16 with C
+ * TSR_FLOAT32. The call returns once its work is queued on the context's
+ * stream. Grids must be created after tsr_context_set_device. A rank
+ * without local blocks (NULL buffers) counts as device memory when its
+ * context is bound.
+ * Errors, on every rank before any data moves: INVALID_ARG (NULL
  * descriptor or buffer of a non-empty local block, trans not a tsr_trans,
  * algo, descriptors from different grids, C overlapping A or B, arguments
- * differ across ranks), SHAPE (op(A), op(B), C sizes do not match, layouts
- * the algorithm cannot take; the message names the layout it expects),
- * UNSUPPORTED (block-cyclic operands: redistribute first). */
+ * differ across ranks, types other than one type or bfloat16 A, B with
+ * float32 C, a, b, c not all in one memory space, device memory of another
+ * device than the context's), SHAPE (op(A), op(B), C sizes do not match,
+ * layouts the algorithm cannot take; the message names the layout it
+ * expects), STATE (device memory on a context not bound to a device),
+ * UNSUPPORTED (block-cyclic operands: redistribute first; TSR_BFLOAT16 on
+ * host buffers; a device C other than TSR_FLOAT32; device buffers on a grid
+ * whose communicators cannot move device memory, or in a build without
+ * CUDA). */
 TSR_API tsr_status tsr_gemm(tsr_gemm_algo algo, tsr_trans transa, tsr_trans transb, double alpha,
                             tsr_matrix A, const void* a, tsr_matrix B, const void* b, double beta,
                             tsr_matrix C, void* c);

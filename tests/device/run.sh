@@ -42,11 +42,11 @@ note() { printf '[run.sh %4ss] %s\n' "$(elapsed)" "$*"; }
 # GEMM, LAMB/LARS and attention benchmarks HERE.
 # ------------------------------------------------- GPU benchmarks (list) ---
 GPU_BENCHES=(
-  # cuBLAS local GEMM vs plain cuBLAS (target >= 0.80), LAMB step vs cudaMemcpy
-  # D2D in the same run (target >= 0.80), the LAMB kernel configurations
-  # against the same copy (--lamb-variants), attention block TFLOP/s, tsr ring
-  # attention on device tensors at 1 rank vs the block (benchmarks/bench_cuda.cpp)
-  "bench_cuda|--reps 9 --gemm 4096,8192 --lamb 1e7,1e8 --lamb-variants all --attn 4096,8192 --ring 4096,8192"
+  # cuBLAS local GEMM and tsr_gemm on device buffers (--dgemm) vs plain cuBLAS (target >= 0.80), LAMB step vs
+  # cudaMemcpy D2D in the same run (target >= 0.80), the LAMB kernel configurations against the same copy
+  # (--lamb-variants), attention block TFLOP/s, tsr ring attention on device tensors at 1 rank vs the block
+  # (benchmarks/bench_cuda.cpp)
+  "bench_cuda|--reps 9 --gemm 4096,8192 --dgemm 4096,8192 --lamb 1e7,1e8 --lamb-variants all --attn 4096,8192 --ring 4096,8192"
 )
 # ----------------------------------------------------------------------------
 

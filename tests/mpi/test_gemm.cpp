@@ -865,6 +865,23 @@ TEST(GemmErrors, MatrixDescriptorsAndRedistribution) {
   expect_everywhere(tsr_matrix_create(f.grid->g, 4, 4, TSR_INT32, &ok, 0, &m), TSR_ERR_INVALID_ARG, ctx, "int matrix",
                     "TSR_FLOAT32");
   expect_everywhere(tsr_matrix_create(f.grid->g, -1, 4, TSR_FLOAT64, &ok, 0, &m), TSR_ERR_SHAPE, ctx, "m < 0");
+  // bfloat16 descriptors exist (device GEMM inputs); on host buffers the
+  // product is refused, and with a float64 C the types do not fit.
+  {
+    tsr_matrix h = nullptr, d = nullptr;
+    ASSERT_EQ(tsr_matrix_create(f.grid->g, 4, 4, TSR_BFLOAT16, &ok, 0, &h), TSR_SUCCESS) << tsr_last_error(ctx);
+    ASSERT_EQ(tsr_matrix_create(f.grid->g, 4, 4, TSR_FLOAT32, &ok, 0, &d), TSR_SUCCESS) << tsr_last_error(ctx);
+    std::vector<uint16_t> hb(16, 0x3f80);
+    std::vector<float> hc(16, 0.0f);
+    expect_everywhere(tsr_gemm(TSR_GEMM_AUTO, TSR_NOTRANS, TSR_NOTRANS, 1.0, h, hb.data(), h, hb.data(), 0.0, d,
+                               hc.data()),
+                      TSR_ERR_UNSUPPORTED, ctx, "bfloat16 on host buffers", "CUDA device buffers only");
+    expect_everywhere(tsr_gemm(TSR_GEMM_AUTO, TSR_NOTRANS, TSR_NOTRANS, 1.0, h, hb.data(), h, hb.data(), 0.0, f.C->h,
+                               f.c.data()),
+                      TSR_ERR_INVALID_ARG, ctx, "bfloat16 A and B with float64 C", "must have one type");
+    EXPECT_EQ(tsr_matrix_destroy(&h), TSR_SUCCESS);
+    EXPECT_EQ(tsr_matrix_destroy(&d), TSR_SUCCESS);
+  }
   // ld too small on one rank: 1 is below the local rows wherever the block has 2 or more.
   expect_everywhere(tsr_matrix_create(f.grid->g, 40, 4, TSR_FLOAT64, &ok, f.me == 0 ? 1 : 0, &m), TSR_ERR_SHAPE, ctx,
                     "ld too small on rank 0", f.me == 0 ? "'ld'" : "rank 0 failed");
