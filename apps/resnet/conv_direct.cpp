@@ -149,41 +149,147 @@ TSR_RN_INLINE void image_all(const Geo& g, const float* xp, const float* wp, flo
   for (; nvec - kv0 >= 1; kv0 += 1) image_rows<Vt, L, 1, P>(g, xp, wp, kv0, y, ystride, tile);
 }
 
-// The whole batch: pad-copy each image, then all its positions and channels.
-template <class Vt, int L>
-TSR_RN_INLINE void run(const Geo& g, int N, const float* x, const float* wp, float* y, float* xp, float* tile) {
+// Image n of x[Cin][N][H][W] into its padded plane(s): channel c at
+// xp + c * cpitch (the padding, zeroed by the caller, is never written).
+TSR_RN_INLINE void pad_image(const Geo& g, int N, const float* x, int n, float* xp, std::size_t cpitch) {
   const std::size_t in_plane = static_cast<std::size_t>(g.H) * g.W;
-  const std::size_t out_plane = static_cast<std::size_t>(g.Ho) * g.Wo;
-  const std::size_t ystride = static_cast<std::size_t>(N) * out_plane;
-  for (int n = 0; n < N; ++n) {
-    for (int c = 0; c < g.Cin; ++c) {
-      const float* src = x + (static_cast<std::size_t>(c) * N + n) * in_plane;
-      float* xc = xp + static_cast<std::size_t>(c) * g.plane;
-      if (g.S == 1) {
-        float* dst = xc + static_cast<std::size_t>(g.pad) * g.Wp + g.pad;
-        for (int iy = 0; iy < g.H; ++iy)
-          std::memcpy(dst + static_cast<std::size_t>(iy) * g.Wp, src + static_cast<std::size_t>(iy) * g.W,
-                      sizeof(float) * static_cast<std::size_t>(g.W));
-      } else {
-        // Padded pixel (py, px) goes to phase (py%2, px%2) at (py/2, px/2).
-        const std::size_t ph = static_cast<std::size_t>(g.Hq) * g.Wq;
-        for (int iy = 0; iy < g.H; ++iy) {
-          const int py = iy + g.pad;
-          for (int ix = 0; ix < g.W; ++ix) {
-            const int px = ix + g.pad;
-            xc[((py & 1) * 2 + (px & 1)) * ph + static_cast<std::size_t>(py >> 1) * g.Wq + (px >> 1)] =
-                src[static_cast<std::size_t>(iy) * g.W + ix];
-          }
+  for (int c = 0; c < g.Cin; ++c) {
+    const float* src = x + (static_cast<std::size_t>(c) * N + n) * in_plane;
+    float* xc = xp + static_cast<std::size_t>(c) * cpitch;
+    if (g.S == 1) {
+      // Rows of 7..28 floats: a loop, not a libc memcpy call per row.
+      float* dst = xc + static_cast<std::size_t>(g.pad) * g.Wp + g.pad;
+      for (int iy = 0; iy < g.H; ++iy) {
+        float* d = dst + static_cast<std::size_t>(iy) * g.Wp;
+        const float* r = src + static_cast<std::size_t>(iy) * g.W;
+        for (int ix = 0; ix < g.W; ++ix) d[ix] = r[ix];
+      }
+    } else {
+      // Padded pixel (py, px) goes to phase (py%2, px%2) at (py/2, px/2).
+      const std::size_t ph = static_cast<std::size_t>(g.Hq) * g.Wq;
+      for (int iy = 0; iy < g.H; ++iy) {
+        const int py = iy + g.pad;
+        for (int ix = 0; ix < g.W; ++ix) {
+          const int px = ix + g.pad;
+          xc[((py & 1) * 2 + (px & 1)) * ph + static_cast<std::size_t>(py >> 1) * g.Wq + (px >> 1)] =
+              src[static_cast<std::size_t>(iy) * g.W + ix];
         }
       }
     }
+  }
+}
+
+// The whole batch: pad-copy each image, then all its positions and channels.
+template <class Vt, int L>
+TSR_RN_INLINE void run(const Geo& g, int N, const float* x, const float* wp, float* y, float* xp, float* tile) {
+  const std::size_t out_plane = static_cast<std::size_t>(g.Ho) * g.Wo;
+  const std::size_t ystride = static_cast<std::size_t>(N) * out_plane;
+  for (int n = 0; n < N; ++n) {
+    pad_image(g, N, x, n, xp, g.plane);
     image_all<Vt, L>(g, xp, wp, y + static_cast<std::size_t>(n) * out_plane, ystride, tile);
+  }
+}
+
+// ---- Weight gradient: dw[k][c][t] += sum over images and positions q of
+// dyq[k][q] * xp[c][q + tapoff[t]], vectorised over q (dyq: dy on the q grid,
+// zero at the dropped columns and beyond Q). A block holds KB output
+// channels x T taps of one input channel in registers; per vector of q:
+// KB loads of dy, T (unaligned) loads of x, KB x T FMAs. The lane sums stay
+// vectors in part[k][c][t][L] until the end of the batch.
+template <class Vt, int L, int T, int KB>
+TSR_RN_INLINE void dw_block(const float* dy, std::size_t dy_k, std::size_t dy_n, const float* xc, std::size_t x_n,
+                            int nc, int Qp, const int* tapoff, float* part, std::size_t part_k) {
+  Vt acc[KB][T];
+#pragma GCC unroll 8
+  for (int b = 0; b < KB; ++b)
+#pragma GCC unroll 32
+    for (int t = 0; t < T; ++t) std::memcpy(&acc[b][t], part + b * part_k + t * L, sizeof(Vt));
+  for (int n = 0; n < nc; ++n) {
+    const float* dn = dy + n * dy_n;
+    const float* xn = xc + n * x_n;
+    for (int q = 0; q < Qp; q += L) {
+      Vt d[KB];
+#pragma GCC unroll 8
+      for (int b = 0; b < KB; ++b) std::memcpy(&d[b], dn + b * dy_k + q, sizeof(Vt));
+#pragma GCC unroll 32
+      for (int t = 0; t < T; ++t) {
+        Vt xv;
+        std::memcpy(&xv, xn + q + tapoff[t], sizeof(Vt));
+        // Keep xv in a register: otherwise GCC folds the (mostly cache-line
+        // splitting) load into each of the KB FMAs, and the loop is
+        // load-bound at half the FMA rate.
+        __asm__("" : "+v"(xv));
+#pragma GCC unroll 8
+        for (int b = 0; b < KB; ++b) acc[b][t] += d[b] * xv;
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int b = 0; b < KB; ++b)
+#pragma GCC unroll 32
+    for (int t = 0; t < T; ++t) std::memcpy(part + b * part_k + t * L, &acc[b][t], sizeof(Vt));
+}
+
+template <class Vt, int L, int T, int KB>
+TSR_RN_INLINE void dw_kblock(const Geo& g, int k0, const float* dyq, std::size_t dy_k, std::size_t dy_n,
+                             const float* xp, std::size_t x_c, std::size_t x_n, int nc, int Qp, float* part) {
+  const std::size_t part_k = static_cast<std::size_t>(g.Cin) * T * L;
+  for (int c = 0; c < g.Cin; ++c)
+    dw_block<Vt, L, T, KB>(dyq + k0 * dy_k, dy_k, dy_n, xp + c * x_c, x_n, nc, Qp, g.tapoff,
+                           part + k0 * part_k + static_cast<std::size_t>(c) * T * L, part_k);
+}
+
+template <class Vt, int L, int T>
+TSR_RN_INLINE void dw_chunk(const Geo& g, const float* dyq, std::size_t dy_k, std::size_t dy_n, const float* xp,
+                            std::size_t x_c, std::size_t x_n, int nc, int Qp, float* part) {
+  // Registers: KB x T accumulators + KB dy vectors + 1 x vector.
+  constexpr int KB = T == 1 ? (L == 16 ? 8 : 4) : (L == 16 ? 3 : 1);
+  int k = 0;
+  for (; g.Kout - k >= KB; k += KB) dw_kblock<Vt, L, T, KB>(g, k, dyq, dy_k, dy_n, xp, x_c, x_n, nc, Qp, part);
+  for (; k < g.Kout; ++k) dw_kblock<Vt, L, T, 1>(g, k, dyq, dy_k, dy_n, xp, x_c, x_n, nc, Qp, part);
+}
+
+// x[Cin][N][H][W], dy[Kout][N][Ho][Wo]; part: Kout*Cin*T*L floats, zeroed.
+// xp, dyq: zeroed scratch for nc images (Cin * nc * plane + slack, Kout * nc * Qp).
+template <class Vt, int L>
+TSR_RN_INLINE void run_dw(const Geo& g, int N, const float* x, const float* dy, int nc_max, float* xp, float* dyq,
+                          float* part) {
+  const int Qp = (g.Q + L - 1) / L * L;
+  const std::size_t x_n = g.plane, x_c = static_cast<std::size_t>(nc_max) * g.plane;
+  const std::size_t dy_n = static_cast<std::size_t>(Qp), dy_k = static_cast<std::size_t>(nc_max) * Qp;
+  const std::size_t out_plane = static_cast<std::size_t>(g.Ho) * g.Wo;
+  for (int n0 = 0; n0 < N; n0 += nc_max) {
+    const int nc = N - n0 < nc_max ? N - n0 : nc_max;
+    for (int n = 0; n < nc; ++n) {
+      pad_image(g, N, x, n0 + n, xp + n * x_n, x_c);
+      for (int k = 0; k < g.Kout; ++k) {
+        const float* src = dy + (static_cast<std::size_t>(k) * N + n0 + n) * out_plane;
+        float* dst = dyq + k * dy_k + n * dy_n;
+        for (int oy = 0; oy < g.Ho; ++oy) {
+          float* d = dst + static_cast<std::size_t>(oy) * g.Wq;
+          const float* r = src + static_cast<std::size_t>(oy) * g.Wo;
+          for (int ox = 0; ox < g.Wo; ++ox) d[ox] = r[ox];
+        }
+      }
+    }
+    if (g.R == 3)
+      dw_chunk<Vt, L, 9>(g, dyq, dy_k, dy_n, xp, x_c, x_n, nc, Qp, part);
+    else
+      dw_chunk<Vt, L, 1>(g, dyq, dy_k, dy_n, xp, x_c, x_n, nc, Qp, part);
   }
 }
 
 __attribute__((target("avx512f,fma"))) void run_avx512(const Geo& g, int N, const float* x, const float* wp,
                                                        float* y, float* xp, float* tile) {
   run<v16f, 16>(g, N, x, wp, y, xp, tile);
+}
+__attribute__((target("avx512f,fma"))) void run_dw_avx512(const Geo& g, int N, const float* x, const float* dy,
+                                                          int nc, float* xp, float* dyq, float* part) {
+  run_dw<v16f, 16>(g, N, x, dy, nc, xp, dyq, part);
+}
+__attribute__((target("avx2,fma"))) void run_dw_avx2(const Geo& g, int N, const float* x, const float* dy, int nc,
+                                                     float* xp, float* dyq, float* part) {
+  run_dw<v8f, 8>(g, N, x, dy, nc, xp, dyq, part);
 }
 __attribute__((target("avx2,fma"))) void run_avx2(const Geo& g, int N, const float* x, const float* wp, float* y,
                                                   float* xp, float* tile) {
@@ -192,7 +298,7 @@ __attribute__((target("avx2,fma"))) void run_avx2(const Geo& g, int N, const flo
 #endif  // TSR_RN_X86
 
 struct Scratch {
-  std::vector<float> xp, wp, tile;
+  std::vector<float> xp, wp, tile, dyq, part;
 };
 Scratch& scratch() {
   static thread_local Scratch s;
@@ -309,6 +415,40 @@ bool conv_direct_backward_data(int C, int N, int H, int W, int K, int R, int str
         wp[(static_cast<std::size_t>(k) * T + (T - 1 - t)) * g.Kp + c] =
             w[(static_cast<std::size_t>(k) * C + c) * T + t];
   launch(g, N, dy, wp.data(), dx, L);
+  return true;
+}
+
+bool conv_direct_backward_weights(int C, int N, int H, int W, int K, int R, int stride, int pad, const float* x,
+                                  const float* dy, float* dw) {
+  const int L = width_now();
+  Geo g;
+  if (N < 1 || (R != 3 && R != 1) || !make_geo(C, H, W, K, R, stride, pad, L, g)) return false;
+  const int T = R * R;
+  const std::size_t Qp = static_cast<std::size_t>(g.Q + L - 1) / L * L;
+  // Images per chunk: x and dy of a chunk in about 512 KiB.
+  const std::size_t per = static_cast<std::size_t>(C) * g.plane + static_cast<std::size_t>(K) * Qp;
+  std::size_t nc = (std::size_t(1) << 17) / per;
+  nc = nc < 1 ? 1 : (nc > static_cast<std::size_t>(N) ? static_cast<std::size_t>(N) : nc);
+  Scratch& s = scratch();
+  const std::size_t slack = static_cast<std::size_t>(g.R) * (g.Wp + 1) + 64;
+  s.xp.assign(static_cast<std::size_t>(C) * nc * g.plane + slack, 0.0f);
+  s.dyq.assign(static_cast<std::size_t>(K) * nc * Qp, 0.0f);
+  s.part.assign(static_cast<std::size_t>(K) * C * T * L, 0.0f);
+#if TSR_RN_X86
+  if (L == 16)
+    run_dw_avx512(g, N, x, dy, static_cast<int>(nc), s.xp.data(), s.dyq.data(), s.part.data());
+  else
+    run_dw_avx2(g, N, x, dy, static_cast<int>(nc), s.xp.data(), s.dyq.data(), s.part.data());
+#else
+  (void)x;
+  (void)dy;
+#endif
+  const float* p = s.part.data();
+  for (std::size_t i = 0, e = static_cast<std::size_t>(K) * C * T; i < e; ++i, p += L) {
+    float sum = 0;
+    for (int l = 0; l < L; ++l) sum += p[l];
+    dw[i] += sum;
+  }
   return true;
 }
 

@@ -36,6 +36,12 @@ bool conv_direct_forward(int C, int N, int H, int W, int K, int R, int stride, i
 bool conv_direct_backward_data(int C, int N, int H, int W, int K, int R, int stride, int pad, const float* dy,
                                const float* w, float* dx);
 
+// dw[K][C][R][R] += the weight gradient of the convolution for dy (ACCUMULATES),
+// R = 3 or 1, stride 1 or 2: a direct reduction over the positions, no
+// im2col. False as above.
+bool conv_direct_backward_weights(int C, int N, int H, int W, int K, int R, int stride, int pad, const float* x,
+                                  const float* dy, float* dw);
+
 }  // namespace resnet
 
 #endif

@@ -197,18 +197,23 @@ void conv_backward(const ConvShape& s, const T* x, const T* w, const T* dy, T* d
     if (dx) gemm(true, false, KK, P, s.K, T(1), w, KK, dy, P, T(0), dx, P);
     return;
   }
-  // float, stride 1: dx by the direct kernel (dy convolved with the flipped filter).
-  bool direct_dx = false;
+  // float: the direct kernels where they apply: dw as a reduction over the
+  // positions; dx (stride 1) as dy convolved with the flipped filter.
+  bool direct_dx = false, direct_dw = false;
   if constexpr (std::is_same<T, float>::value) {
+    direct_dw = conv_direct_backward_weights(s.C, s.N, s.H, s.W, s.K, s.R, s.stride, s.pad, x, dy, dw);
     if (dx) direct_dx = conv_direct_backward_data(s.C, s.N, s.H, s.W, s.K, s.R, s.stride, s.pad, dy, w, dx);
   }
+  if (direct_dw && (direct_dx || !dx)) return;
   const int chunk = conv_chunk_images(s);
   const std::size_t plane = static_cast<std::size_t>(s.H) * s.W;
   for (int n0 = 0; n0 < s.N; n0 += chunk) {
     const int nc = std::min(chunk, s.N - n0), pc = nc * HWo;
     const T* dyc = dy + static_cast<std::size_t>(n0) * HWo;
-    im2col(s, x, col, n0, nc);
-    gemm(false, true, s.K, KK, pc, T(1), dyc, P, col, pc, T(1), dw, KK);
+    if (!direct_dw) {
+      im2col(s, x, col, n0, nc);
+      gemm(false, true, s.K, KK, pc, T(1), dyc, P, col, pc, T(1), dw, KK);
+    }
     if (dx && !direct_dx) {
       gemm(true, false, KK, pc, s.K, T(1), w, KK, dyc, P, T(0), col, pc);
       for (int c = 0; c < s.C; ++c) {

@@ -87,7 +87,7 @@ static void test_conv(int C, int N, int H, int W, int K, int R, int stride, int 
 // The direct float kernels (conv_direct.hpp) against the im2col path in
 // double (itself checked by finite differences above) on odd shapes: the
 // forward output, the input gradient (direct for stride 1) and the weight
-// gradient, at each vector width the CPU has (16: AVX-512, 8: AVX2), and the
+// gradient (direct for 3x3 and 1x1; accumulated), at each vector width the CPU has (16: AVX-512, 8: AVX2), and the
 // float im2col path for comparison. Tolerance 1e-5 * max(1, max|ref|): float
 // rounding of sums of at most C*R*R = 576 terms of size <= 1 is ~1e-6, a
 // wrong index or a missing tap is O(1e-1).
@@ -111,9 +111,11 @@ static void test_direct(int C, int N, int H, int W, int K, int R, int stride, in
   const int best = set_conv_direct_width(16);
   for (int width : {16, 8, 0}) {
     if (width > best || set_conv_direct_width(width) != width) continue;
-    F y(yd.size(), 7.0f), dx(xd.size(), 7.0f), dw(wd.size(), 0.0f), col(sd.col_elems());
+    // y and dx start as garbage (overwritten), dw as 0.5 (accumulated into).
+    F y(yd.size(), 7.0f), dx(xd.size(), 7.0f), dw(wd.size(), 0.5f), col(sd.col_elems());
     conv_forward(sd, x.data(), w.data(), y.data(), col.data());
     conv_backward(sd, x.data(), w.data(), dy.data(), dw.data(), dx.data(), col.data());
+    for (float& v : dw) v -= 0.5f;
     double ey = err(y, yd), ex = err(dx, dxd), ew = err(dw, dwd);
     bool ok = ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5;
     char name[128];
