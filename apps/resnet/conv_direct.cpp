@@ -121,16 +121,21 @@ TSR_RN_INLINE void image_rows(const Geo& g, const float* xp, const float* wp, in
   for (int q0 = 0; q0 < g.Q; q0 += NP) {
     block<Vt, L, KV, NP>(xp + q0, g.plane, g.Cin, g.R * g.R, g.tapoff, w, g.Kp, tile);
     // Scatter the valid positions to y[k][oy*Wo + ox].
-    int pos[NP];
-    for (int j = 0; j < NP; ++j) {
-      const int q = q0 + j, oy = q / g.Wq, ox = q - oy * g.Wq;
-      pos[j] = (q < g.Q && ox < g.Wo) ? oy * g.Wo + ox : -1;
+    int pos[NP], src[NP], nv = 0;
+    for (int j = 0, q = q0, oy = q0 / g.Wq, ox = q0 - oy * g.Wq; j < NP && q < g.Q; ++j, ++q) {
+      if (ox < g.Wo) {
+        pos[nv] = oy * g.Wo + ox;
+        src[nv++] = j * KV * L;
+      }
+      if (++ox == g.Wq) {
+        ox = 0;
+        ++oy;
+      }
     }
     for (int k = k0; k < k1; ++k) {
       float* yk = y + static_cast<std::size_t>(k) * ystride;
       const float* t = tile + (k - k0);
-      for (int j = 0; j < NP; ++j)
-        if (pos[j] >= 0) yk[pos[j]] = t[j * KV * L];
+      for (int i = 0; i < nv; ++i) yk[pos[i]] = t[src[i]];
     }
   }
 }
