@@ -223,7 +223,11 @@ TSR_RN_INLINE void dw_block(const float* dy, std::size_t dy_k, std::size_t dy_n,
         // Keep xv in a register: otherwise GCC folds the (mostly cache-line
         // splitting) load into each of the KB FMAs, and the loop is
         // load-bound at half the FMA rate.
+        // (GCC only: Clang checks the constraint against the template's own,
+        // baseline, target and refuses a 64-byte operand.)
+#if defined(__GNUC__) && !defined(__clang__)
         __asm__("" : "+v"(xv));
+#endif
 #pragma GCC unroll 8
         for (int b = 0; b < KB; ++b) acc[b][t] += d[b] * xv;
       }
