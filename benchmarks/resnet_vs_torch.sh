@@ -9,7 +9,8 @@
 #   benchmarks/resnet_vs_torch.sh BUILD_DIR [ROUNDS] [BATCH] [DEPTH] [WIDTH] [STEPS]
 #
 # Variants (2 cores):
-#   tessera-1r     1 rank, OpenBLAS 1 thread
+#   tessera-1r     1 rank, OpenBLAS 1 thread (direct convolution kernels where the CPU has AVX2 or AVX-512)
+#   tessera-1r-im2col  the same with TSR_RESNET_DIRECT=0 (every convolution im2col + OpenBLAS SGEMM)
 #   tessera-1r-2t  1 rank, OpenBLAS 2 threads
 #   tessera-2r     2 ranks (data parallel), OpenBLAS 1 thread each
 #   torch-1t       torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1
@@ -28,8 +29,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 limit=$((batch * (steps + 1)))
 
-tessera() {  # ranks blas-threads
-  OPENBLAS_NUM_THREADS=$2 OMP_NUM_THREADS=1 "$mpiexec" -n "$1" "${extra[@]}" "$prog" --depth "$depth" \
+tessera() {  # ranks blas-threads [direct: 1 (default) or 0]
+  TSR_RESNET_DIRECT=${3:-1} OPENBLAS_NUM_THREADS=$2 OMP_NUM_THREADS=1 "$mpiexec" -n "$1" "${extra[@]}" "$prog" --depth "$depth" \
     --width "$width" --batch "$batch" --steps "$steps" --train-limit "$limit" --test-limit 500 \
     --optimizer sgd --quiet --no-report --csv "$tmp/t" > /dev/null
   # median img/s of steps 4..
@@ -56,5 +57,6 @@ for r in $(seq 1 "$rounds"); do
   echo "round $r: tessera-2r     $(tessera 2 1)"
   echo "round $r: torch-2t       $(torch 2)"
   echo "round $r: tessera-1r-2t  $(tessera 1 2)"
+  echo "round $r: tessera-1r-im2col $(tessera 1 1 0)"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

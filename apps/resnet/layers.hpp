@@ -17,6 +17,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
+
+#include "conv_direct.hpp"
 
 namespace resnet {
 
@@ -172,6 +175,10 @@ void conv_forward(const ConvShape& s, const T* x, const T* w, T* y, T* col) {
     gemm(false, false, s.K, P, KK, T(1), w, KK, x, P, T(0), y, P);
     return;
   }
+  // float: the direct kernels (conv_direct.hpp) where the CPU has them.
+  if constexpr (std::is_same<T, float>::value) {
+    if (conv_direct_forward(s.C, s.N, s.H, s.W, s.K, s.R, s.stride, s.pad, x, w, y)) return;
+  }
   const int chunk = conv_chunk_images(s);
   for (int n0 = 0; n0 < s.N; n0 += chunk) {
     const int nc = std::min(chunk, s.N - n0), pc = nc * HWo;
@@ -190,14 +197,24 @@ void conv_backward(const ConvShape& s, const T* x, const T* w, const T* dy, T* d
     if (dx) gemm(true, false, KK, P, s.K, T(1), w, KK, dy, P, T(0), dx, P);
     return;
   }
+  // float: the direct kernels where they apply: dw as a reduction over the
+  // positions; dx (stride 1) as dy convolved with the flipped filter.
+  bool direct_dx = false, direct_dw = false;
+  if constexpr (std::is_same<T, float>::value) {
+    direct_dw = conv_direct_backward_weights(s.C, s.N, s.H, s.W, s.K, s.R, s.stride, s.pad, x, dy, dw);
+    if (dx) direct_dx = conv_direct_backward_data(s.C, s.N, s.H, s.W, s.K, s.R, s.stride, s.pad, dy, w, dx);
+  }
+  if (direct_dw && (direct_dx || !dx)) return;
   const int chunk = conv_chunk_images(s);
   const std::size_t plane = static_cast<std::size_t>(s.H) * s.W;
   for (int n0 = 0; n0 < s.N; n0 += chunk) {
     const int nc = std::min(chunk, s.N - n0), pc = nc * HWo;
     const T* dyc = dy + static_cast<std::size_t>(n0) * HWo;
-    im2col(s, x, col, n0, nc);
-    gemm(false, true, s.K, KK, pc, T(1), dyc, P, col, pc, T(1), dw, KK);
-    if (dx) {
+    if (!direct_dw) {
+      im2col(s, x, col, n0, nc);
+      gemm(false, true, s.K, KK, pc, T(1), dyc, P, col, pc, T(1), dw, KK);
+    }
+    if (dx && !direct_dx) {
       gemm(true, false, KK, pc, s.K, T(1), w, KK, dyc, P, T(0), col, pc);
       for (int c = 0; c < s.C; ++c) {
         T* p = dx + (static_cast<std::size_t>(c) * s.N + n0) * plane;

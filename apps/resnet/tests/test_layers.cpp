@@ -84,6 +84,49 @@ static void test_conv(int C, int N, int H, int W, int K, int R, int stride, int 
   }
 }
 
+// The direct float kernels (conv_direct.hpp) against the im2col path in
+// double (itself checked by finite differences above) on odd shapes: the
+// forward output, the input gradient (direct for stride 1) and the weight
+// gradient (direct for 3x3 and 1x1; accumulated), at each vector width the CPU has (16: AVX-512, 8: AVX2), and the
+// float im2col path for comparison. Tolerance 1e-5 * max(1, max|ref|): float
+// rounding of sums of at most C*R*R = 576 terms of size <= 1 is ~1e-6, a
+// wrong index or a missing tap is O(1e-1).
+static void test_direct(int C, int N, int H, int W, int K, int R, int stride, int pad) {
+  ConvShape sd{C, N, H, W, K, R, stride, pad};
+  V xd = rnd(static_cast<std::size_t>(C) * N * H * W, 11), wd = rnd(static_cast<std::size_t>(K) * C * R * R, 12);
+  V dyd = rnd(sd.out_elems(), 13), yd(sd.out_elems()), dxd(xd.size()), dwd(wd.size(), 0.0), cold(sd.col_elems());
+  conv_forward(sd, xd.data(), wd.data(), yd.data(), cold.data());
+  conv_backward(sd, xd.data(), wd.data(), dyd.data(), dwd.data(), dxd.data(), cold.data());
+  using F = std::vector<float>;
+  auto tof = [](const V& v) { return F(v.begin(), v.end()); };
+  F x = tof(xd), w = tof(wd), dy = tof(dyd);
+  auto err = [](const F& a, const V& ref) {
+    double m = 1, e = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      m = std::max(m, std::fabs(ref[i]));
+      e = std::max(e, std::fabs(a[i] - ref[i]));
+    }
+    return e / m;
+  };
+  const int best = set_conv_direct_width(16);
+  for (int width : {16, 8, 0}) {
+    if (width > best || set_conv_direct_width(width) != width) continue;
+    // y and dx start as garbage (overwritten), dw as 0.5 (accumulated into).
+    F y(yd.size(), 7.0f), dx(xd.size(), 7.0f), dw(wd.size(), 0.5f), col(sd.col_elems());
+    conv_forward(sd, x.data(), w.data(), y.data(), col.data());
+    conv_backward(sd, x.data(), w.data(), dy.data(), dw.data(), dx.data(), col.data());
+    for (float& v : dw) v -= 0.5f;
+    double ey = err(y, yd), ex = err(dx, dxd), ew = err(dw, dwd);
+    bool ok = ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5;
+    char name[128];
+    std::snprintf(name, sizeof name, "float %s w%-2d %dx%d s%d p%d C%d K%d N%d %dx%d", width ? "direct" : "im2col",
+                  width, R, R, stride, pad, C, K, N, H, W);
+    std::printf("%-52s rel err y %.1e dx %.1e dw %.1e  %s\n", name, ey, ex, ew, ok ? "ok" : "FAILED");
+    if (!ok) ++failures;
+  }
+  set_conv_direct_width(best);
+}
+
 // Batch norm in training mode, optionally split into `parts` replicas whose
 // statistics are summed (synchronised batch norm simulated in one process):
 // the result must be the full-batch batch norm.
@@ -243,6 +286,20 @@ int main() {
     test_conv(3, 3, 4, 4, 2, 1, 1, 0);  // 1x1 (the pointwise GEMM path)
     test_conv(3, 3, 6, 6, 4, 1, 2, 0);  // the 1x1 stride-2 shortcut
   }
+  conv_chunk_floats() = std::size_t(1) << 17;
+  std::printf("direct float convolutions (best vector width here: %d floats)\n", set_conv_direct_width(16));
+  test_direct(2, 3, 5, 6, 3, 3, 1, 1);     // odd plane, C != K, K < one vector
+  test_direct(3, 1, 7, 9, 5, 3, 1, 1);     // batch 1
+  test_direct(3, 3, 6, 5, 20, 3, 2, 1);    // stride 2, odd width, K = one vector + a part
+  test_direct(5, 3, 9, 7, 7, 3, 2, 1);     // stride 2, odd plane
+  test_direct(4, 3, 8, 8, 6, 3, 1, 0);     // no padding
+  test_direct(3, 2, 9, 8, 4, 5, 1, 2);     // 5x5
+  test_direct(3, 3, 6, 6, 17, 1, 2, 0);    // the 1x1 stride-2 shortcut
+  test_direct(1, 3, 28, 28, 16, 3, 1, 1);  // the stem
+  test_direct(16, 2, 28, 28, 16, 3, 1, 1); // stage 1
+  test_direct(16, 3, 28, 28, 32, 3, 2, 1); // into stage 2
+  test_direct(32, 1, 14, 14, 48, 3, 1, 1); // 3 vectors of 16
+  test_direct(64, 3, 7, 7, 64, 3, 1, 1);   // stage 3
   test_bn(1);
   test_bn(2);
   test_bn(4);
