@@ -95,7 +95,7 @@ class Parser(unittest.TestCase):
             ('{"name": "a", "ranks": [1, 0], "entries": [{"name": "g", "bench": "gemm", "sizes": [8]}]}',
              "s.json:1: ranks[1]: 0 is out of range"),
             ('{"name": "a", "ranks": [1],\n"entries": [{"name": "g", "bench": "gem", "sizes": [8]}]}',
-             's.json:2: entries[0].bench: "gem" is not one of: attention, energy-gemm, gemm, optimizer'),
+             's.json:2: entries[0].bench: "gem" is not one of: attention, energy-gemm, gemm, gpt, optimizer'),
             ('{"name": "a", "ranks": [1], "entries": [{"name": "g", "bench": "gemm",\n "sizes": [8],\n'
              ' "algos": ["plan", "2e"]}]}', 's.json:3: entries[0].algos[1]: "2e" is not one of'),
             ('{"name": "a", "ranks": [1], "entries": [{"name": "g", "bench": "gemm",\n "sizes": ["big"]}]}',
@@ -246,6 +246,52 @@ class SimModel(unittest.TestCase):
         # mean message 5.079e5 / 320 = 1587 B: SMPI's factors 1.61075 (latency), 0.608902 (bandwidth)
         self.assertAlmostEqual(ss[1]["model_smpi_s"], 4e-6 * 320 * 1.61075 + 4e-11 * 5.079e5 / 0.608902, places=15)
         self.assertNotIn("model_comm_s", ss[2])  # no plan of that grid
+
+    def test_platform_machine(self):
+        ft = os.path.join(self.platforms, "fattree-4096.xml")
+        pm = self.m.platform_machine(ft, 4096)  # 2 levels: 4 links of 1 us; compute skipped: gamma ~ 0
+        self.assertAlmostEqual(pm["alpha"], 4e-6, places=15)
+        self.assertAlmostEqual(pm["beta"], 4e-11, places=20)
+        self.assertEqual(pm["gamma"], 1e-30)
+        self.assertEqual(pm["arg"], "alpha=4e-06,beta=4e-11,gamma=1e-30")
+        sim = self.m.platform_machine(ft, 64, "simulate")  # host speed 20 Gf
+        self.assertAlmostEqual(sim["alpha"], 2e-6, places=15)
+        self.assertAlmostEqual(sim["gamma"], 1 / 20e9, places=25)
+        self.assertIsNone(self.m.platform_machine(os.path.join(self.platforms, "missing.xml"), 64))
+
+    def test_plans_of_log(self):
+        # the launch's plans (platform machine), then the default machine's block: its choice only
+        platform = PLAN_ONLY.replace("12x12x7 (1008 ranks, 16 idle)", "8x16x8 (1024 ranks, 0 idle)")
+        log = ("$ smpirun -np 1024 bench_gemm --n 1024\nvariant table\n"
+               "$ smpirun -np 1 bench_gemm --plan-only 1024 --machine alpha=4e-06,beta=4e-11,gamma=1e-30\n" +
+               platform + "$ smpirun -np 1 bench_gemm --plan-only 1024 --machine default\n" + PLAN_ONLY)
+        plans = self.m.plans_of_log(log)
+        self.assertEqual([p["grid"] for p in plans], ["3D 8x16x8", "2D 32x32x1"])
+        self.assertEqual(plans[0]["default_choice"], "3D 12x12x7 idle 16")
+        self.assertEqual(plans[0]["default_time_s"], 1.289e-4)
+        self.assertNotIn("default_choice", plans[1])
+        ss = [{"variant": "tessera plan", "grid": "3D 8x16x8", "time_s": 1e-3}]
+        self.m.attach_model(ss, plans, {"alpha": 4e-6, "beta": 4e-11, "what": "x"})
+        self.assertEqual(ss[0]["default_plan"], "3D 12x12x7 idle 16")
+        self.assertEqual(ss[0]["plan_machine"], "alpha 2e-06 s, beta 1e-10 s/B, gamma 2e-11 s/flop")
+        self.assertEqual(self.m.plans_of_log(PLAN_ONLY)[0]["grid"], "3D 12x12x7 idle 16")  # an older log
+
+    def test_dry_run_smpirun_plans_with_the_platform(self):
+        r = run(["run", "simgrid-4096", "--dry-run", "--launcher", "smpirun", "--bench-dir", "/opt/x"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [ln for ln in r.stdout.splitlines() if not ln.startswith("#")]
+        self.assertEqual(len(lines), 1)
+        self.assertIn(" -np 4096 ", lines[0])
+        self.assertIn("--machine alpha=4e-06,beta=4e-11,gamma=1e-30", lines[0])
+        # "machine": "platform" needs smpirun
+        with tempfile.TemporaryDirectory() as d:
+            x = os.path.join(d, "s.json")
+            with open(x, "w") as f:
+                f.write('{"name": "s", "ranks": [2], "entries": [{"name": "g", "bench": "gemm", "sizes": [64], '
+                        '"options": {"machine": "platform"}}]}')
+            r = run(["run", x, "--dry-run", "--launcher", "mpiexec", "--bench-dir", "/opt/x"])
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("needs --launcher smpirun", r.stderr)
 
     def test_simulated_tables_crossover(self):
         def pt(p, algo, grid, t, b):
