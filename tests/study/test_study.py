@@ -284,8 +284,8 @@ class SimModel(unittest.TestCase):
         r = run(["run", "simgrid-4096", "--dry-run", "--launcher", "smpirun", "--bench-dir", "/opt/x"])
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = [ln for ln in r.stdout.splitlines() if not ln.startswith("#")]
-        self.assertEqual(len(lines), 4)  # one launch per algorithm
-        for ln, algo in zip(lines, ("3d", "2.5d", "plan", "2d")):
+        self.assertEqual(len(lines), 5)  # one launch per algorithm and size
+        for ln, algo in zip(lines, ("3d", "2.5d", "3d", "plan", "2d")):
             self.assertIn(" -np 4096 ", ln)
             self.assertIn("--algos %s " % algo, ln)
             self.assertIn("--machine alpha=4e-06,beta=4e-11,gamma=5e-11", ln)
