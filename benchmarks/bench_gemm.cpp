@@ -14,8 +14,12 @@
 //   mpiexec -n 4 bench_gemm [--n 4096 | --m M --n N --k K] [--type double|float]
 //           [--reps 5] [--nb 128[,64,...]]
 //           [--algos serial,plan,1d,2d,2.5d,3d,3d-cube,dropin,pdgemm,cosma]
-//           [--machine measure|default] [--csv out.csv] [--json out.json]
+//           [--machine measure|default|alpha=A,beta=B,gamma=G] [--csv out.csv] [--json out.json]
 //   bench_gemm --plan-only 64 --m 32768 --k 8192 --n 32768 --elem 2   (the planner alone)
+// --machine alpha=..,beta=..,gamma=.. plans with the given figures (seconds
+// per message, per byte, per flop; a field left out or 0 takes the
+// planner's default): e.g. a SimGrid platform's link figures, so that the
+// plan and its modelled time are those of the simulated machine.
 #include <cblas.h>
 #include <mpi.h>
 
@@ -157,6 +161,8 @@ struct Opts {
   std::vector<int> nbs{128};
   std::vector<std::string> algos{"serial", "plan", "1d", "2d", "2.5d", "3d", "3d-cube", "dropin", "pdgemm", "cosma"};
   bool measure = true;
+  tsr_gemm_machine given{0, 0, 0};  // --machine alpha=..,beta=..,gamma=..
+  std::string machine_name = "defaults";
   std::string csv, json;
   bool want(const std::string& a) const { return std::find(algos.begin(), algos.end(), a) != algos.end(); }
 };
@@ -167,6 +173,24 @@ std::vector<std::string> split(const std::string& s) {
   std::string x;
   while (std::getline(ss, x, ',')) out.push_back(x);
   return out;
+}
+
+// "alpha=A,beta=B,gamma=G" (any subset, any order) -> m; false on a bad key
+// or a value that is not a finite number >= 0.
+bool parse_machine(const std::string& s, tsr_gemm_machine* m) {
+  for (const std::string& kv : split(s)) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) return false;
+    const std::string key = kv.substr(0, eq), val = kv.substr(eq + 1);
+    char* end = nullptr;
+    const double x = std::strtod(val.c_str(), &end);
+    if (val.empty() || *end != '\0' || !std::isfinite(x) || x < 0) return false;
+    if (key == "alpha") m->alpha = x;
+    else if (key == "beta") m->beta = x;
+    else if (key == "gamma") m->gamma = x;
+    else return false;
+  }
+  return true;
 }
 
 // A measured variant: run() once per repetition, then verify().
@@ -181,7 +205,7 @@ template <class T>
 struct Bench {
   Opts o;
   tsr_context ctx = nullptr;
-  tsr_gemm_machine machine{0, 0, 0};
+  tsr_gemm_machine machine{0, 0, 0};  // set from o.given in run()
   tsr_dtype type = sizeof(T) == 8 ? TSR_FLOAT64 : TSR_FLOAT32;
   std::vector<std::unique_ptr<Variant>> vars;
   // Keeps tessera objects alive until the end.
@@ -216,12 +240,27 @@ struct Bench {
     pr.allow_idle = algo == TSR_GEMM_AUTO ? 1 : 0;
     pr.machine = machine;
     auto plan = std::make_shared<tsr_gemm_plan>();
-    if (tsr_gemm_plan_create(&pr, plan.get()) != TSR_SUCCESS) {
+    // Rank 0 plans and broadcasts the plan (a plain struct; planning is
+    // deterministic, so every rank would find the same): planning costs the
+    // chosen plan's joules over every rank of its grid, O(P) per rank, which
+    // under SimGrid SMPI, where one process runs every simulated rank, made
+    // the planner O(P^2) of the run's CPU (23 % at 512 ranks).
+    struct {
+      int status;
+      char why[1000];
+    } res{};
+    if (world_rank() == 0) {
+      res.status = tsr_gemm_plan_create(&pr, plan.get()) == TSR_SUCCESS ? 0 : 1;
+      if (res.status != 0) std::snprintf(res.why, sizeof res.why, "%s", tsr_last_error(nullptr));
+    }
+    MPI_Bcast(&res, static_cast<int>(sizeof res), MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (res.status != 0) {
       v->row.available = false;
-      v->row.why = tsr_last_error(nullptr);
+      v->row.why = res.why;
       vars.push_back(std::move(v));
       return;
     }
+    MPI_Bcast(plan.get(), static_cast<int>(sizeof(tsr_gemm_plan)), MPI_BYTE, 0, MPI_COMM_WORLD);
     if (cube != 0) {
       if (cube < 0) {
         v->row.available = false;
@@ -550,7 +589,7 @@ struct Bench {
                 static_cast<long long>(o.m), static_cast<long long>(o.n), static_cast<long long>(o.k),
                 sizeof(T) == 8 ? "double" : "float", world_size(), o.reps);
     std::printf("machine: alpha %.3g s, beta %.3g s/B, gamma %.3g s/flop (%s); lower bound %.4g bytes per rank\n",
-                machine.alpha, machine.beta, machine.gamma, o.measure ? "measured" : "defaults", lb);
+                machine.alpha, machine.beta, machine.gamma, o.measure ? "measured" : o.machine_name.c_str(), lb);
     std::printf("%-26s %-24s %10s %10s %9s %12s %8s %8s %9s\n", "variant", "grid", "time s", "best s", "GFLOP/s",
                 "bytes/rank", "msgs", "bytes/LB", "check");
     for (auto& v : vars) {
@@ -648,6 +687,7 @@ template <class T>
 void run(const Opts& o) {
   Bench<T> b;
   b.o = o;
+  b.machine = o.given;
   ok(tsr_context_create(MPI_COMM_WORLD, &b.ctx), nullptr, "tsr_context_create");
   b.setup();
   b.measure();
@@ -680,7 +720,13 @@ int main(int argc, char** argv) {
       o.nbs.clear();
       for (const std::string& x : split(v)) o.nbs.push_back(std::max(1, std::atoi(x.c_str())));
     } else if (a == "--algos") o.algos = split(v);
-    else if (a == "--machine") o.measure = v != "default";
+    else if (a == "--machine") {
+      o.measure = v == "measure";
+      if (!o.measure && v != "default") {
+        if (!parse_machine(v, &o.given)) die("--machine: expected measure, default or alpha=A,beta=B,gamma=G, got " + v);
+        o.machine_name = "given: " + v;
+      }
+    }
     else if (a == "--csv") o.csv = v;
     else if (a == "--json") o.json = v;
     else if (a == "--plan-only") plan_ranks = std::atoi(v.c_str());
@@ -701,6 +747,7 @@ int main(int argc, char** argv) {
         pr.nranks = plan_ranks;
         pr.algo = a;
         pr.allow_idle = a == TSR_GEMM_AUTO ? 1 : 0;
+        pr.machine = o.given;
         tsr_gemm_plan plan;
         if (tsr_gemm_plan_create(&pr, &plan) != TSR_SUCCESS) {
           std::printf("%s: %s\n", tsr_gemm_algo_name(a), tsr_last_error(nullptr));

@@ -10,6 +10,10 @@
       programs, checks every output file exists and holds every measured point,
       then interrupts-and-resumes: a launch removed from the state file is the
       only one run again.
+  test_study.py apps DRIVER BENCH_DIR MPIEXEC VENDOR WORKDIR STUDY
+      the sample applications' training step as study benches (apps.json:
+      tessera-gpt and tessera_resnet, tiny, 3 steps at 1 and 2 ranks); exit
+      status 77 (skipped) without their data.
   test_study.py report DRIVER STORED_DIR WORKDIR
       the plotting step on a stored result (tests/study/stored): PNG files and
       pages; exit status 77 (skipped) without matplotlib.
@@ -18,6 +22,7 @@ import csv
 import importlib.machinery
 import importlib.util
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -95,7 +100,7 @@ class Parser(unittest.TestCase):
             ('{"name": "a", "ranks": [1, 0], "entries": [{"name": "g", "bench": "gemm", "sizes": [8]}]}',
              "s.json:1: ranks[1]: 0 is out of range"),
             ('{"name": "a", "ranks": [1],\n"entries": [{"name": "g", "bench": "gem", "sizes": [8]}]}',
-             's.json:2: entries[0].bench: "gem" is not one of: attention, energy-gemm, gemm, optimizer'),
+             's.json:2: entries[0].bench: "gem" is not one of: attention, energy-gemm, gemm, gpt, optimizer'),
             ('{"name": "a", "ranks": [1], "entries": [{"name": "g", "bench": "gemm",\n "sizes": [8],\n'
              ' "algos": ["plan", "2e"]}]}', 's.json:3: entries[0].algos[1]: "2e" is not one of'),
             ('{"name": "a", "ranks": [1], "entries": [{"name": "g", "bench": "gemm",\n "sizes": ["big"]}]}',
@@ -246,6 +251,53 @@ class SimModel(unittest.TestCase):
         # mean message 5.079e5 / 320 = 1587 B: SMPI's factors 1.61075 (latency), 0.608902 (bandwidth)
         self.assertAlmostEqual(ss[1]["model_smpi_s"], 4e-6 * 320 * 1.61075 + 4e-11 * 5.079e5 / 0.608902, places=15)
         self.assertNotIn("model_comm_s", ss[2])  # no plan of that grid
+
+    def test_platform_machine(self):
+        ft = os.path.join(self.platforms, "fattree-4096.xml")
+        pm = self.m.platform_machine(ft, 4096)  # 2 levels: 4 links of 1 us; hosts of 20 Gf
+        self.assertAlmostEqual(pm["alpha"], 4e-6, places=15)
+        self.assertAlmostEqual(pm["beta"], 4e-11, places=20)
+        self.assertAlmostEqual(pm["gamma"], 5e-11, places=25)
+        self.assertEqual(pm["arg"], "alpha=4e-06,beta=4e-11,gamma=5e-11")
+        self.assertAlmostEqual(self.m.platform_machine(ft, 64)["alpha"], 2e-6, places=15)
+        self.assertIn("hosts of 20Gf", pm["what"])
+        self.assertIsNone(self.m.platform_machine(os.path.join(self.platforms, "missing.xml"), 64))
+
+    def test_plans_of_log(self):
+        # the launch's plans (platform machine), then the default machine's block: its choice only
+        platform = PLAN_ONLY.replace("12x12x7 (1008 ranks, 16 idle)", "8x16x8 (1024 ranks, 0 idle)")
+        log = ("$ smpirun -np 1024 bench_gemm --n 1024\nvariant table\n"
+               "$ smpirun -np 1 bench_gemm --plan-only 1024 --machine alpha=4e-06,beta=4e-11,gamma=1e-30\n" +
+               platform + "$ smpirun -np 1 bench_gemm --plan-only 1024 --machine default\n" + PLAN_ONLY)
+        plans = self.m.plans_of_log(log)
+        self.assertEqual([p["grid"] for p in plans], ["3D 8x16x8", "2D 32x32x1"])
+        self.assertEqual(plans[0]["default_choice"], "3D 12x12x7 idle 16")
+        self.assertEqual(plans[0]["default_time_s"], 1.289e-4)
+        self.assertNotIn("default_choice", plans[1])
+        ss = [{"variant": "tessera plan", "grid": "3D 8x16x8", "time_s": 1e-3}]
+        self.m.attach_model(ss, plans, {"alpha": 4e-6, "beta": 4e-11, "what": "x"})
+        self.assertEqual(ss[0]["default_plan"], "3D 12x12x7 idle 16")
+        self.assertEqual(ss[0]["plan_machine"], "alpha 2e-06 s, beta 1e-10 s/B, gamma 2e-11 s/flop")
+        self.assertEqual(self.m.plans_of_log(PLAN_ONLY)[0]["grid"], "3D 12x12x7 idle 16")  # an older log
+
+    def test_dry_run_smpirun_plans_with_the_platform(self):
+        r = run(["run", "simgrid-4096", "--dry-run", "--launcher", "smpirun", "--bench-dir", "/opt/x"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [ln for ln in r.stdout.splitlines() if not ln.startswith("#")]
+        self.assertEqual(len(lines), 5)  # one launch per algorithm and size
+        for ln, algo in zip(lines, ("3d", "2.5d", "3d", "plan", "2d")):
+            self.assertIn(" -np 4096 ", ln)
+            self.assertIn("--algos %s " % algo, ln)
+            self.assertIn("--machine alpha=4e-06,beta=4e-11,gamma=5e-11", ln)
+        # "machine": "platform" needs smpirun
+        with tempfile.TemporaryDirectory() as d:
+            x = os.path.join(d, "s.json")
+            with open(x, "w") as f:
+                f.write('{"name": "s", "ranks": [2], "entries": [{"name": "g", "bench": "gemm", "sizes": [64], '
+                        '"options": {"machine": "platform"}}]}')
+            r = run(["run", x, "--dry-run", "--launcher", "mpiexec", "--bench-dir", "/opt/x"])
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("needs --launcher smpirun", r.stderr)
 
     def test_simulated_tables_crossover(self):
         def pt(p, algo, grid, t, b):
@@ -425,6 +477,63 @@ def e2e(bench_dir, mpiexec, vendor, work, study):
     return 0
 
 
+# -------------------------------------------------------------------- apps
+GPT_DATA = "/usr/lib/R/site-library/janeaustenr/data/Rdata.rdb"
+RESNET_DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def apps(bench_dir, mpiexec, vendor, work, study):
+    """The apps' training step as study benches (apps.json: tessera-gpt and
+    tessera_resnet for 3 steps at 1 and 2 ranks): every launch ok, every
+    point with its time per step, tokens or images per second and bytes per
+    step; data-parallel bytes per step against the ring all-reduce of the
+    gradients, 8 N (p - 1) bytes summed over ranks for N float parameters
+    (docs/ACCOUNTING.md), plus the few bytes of the loss/norm reductions."""
+    if not os.path.isfile(GPT_DATA) or not os.path.isdir(RESNET_DATA):
+        print("SKIPPED: the apps' data is not installed (r-cran-janeaustenr, %s)" % RESNET_DATA)
+        return 77
+    m = load_driver(DRIVER)
+    with open(study) as f:
+        st = m.parse_study(f.read(), study)
+    runs = m.plan_runs(st)
+    check(len(runs) == 6, "apps.json: %d launches, expected 6 (gpt dp/tp and resnet dp at 1 and 2 ranks)" % len(runs))
+    shutil.rmtree(work, ignore_errors=True)
+    out = os.path.join(work, "out")
+    r = run(["run", study, "--out", out, "--bench-dir", bench_dir, "--mpiexec", mpiexec, "--mpi", vendor,
+             "--launcher", "mpiexec", "--oversubscribe", "--no-report"])
+    print(r.stdout)
+    print(r.stderr[-4000:])
+    check(r.returncode == 0, "the apps study failed (exit status %d)" % r.returncode)
+    with open(os.path.join(out, "results.csv")) as f:
+        rows = list(csv.DictReader(f))
+    have = {(x["entry"], x["variant"], x["ranks"]) for x in rows}
+    want = {("gpt", a, p) for a in ("dp", "tp") for p in ("1", "2")} | {("resnet", "dp", "1"), ("resnet", "dp", "2")}
+    check(have == want, "points %s, expected %s" % (sorted(have), sorted(want)))
+    params = {}
+    for x in runs:
+        with open(os.path.join(out, "raw", x["id"] + ".log")) as f:
+            text = f.read()
+        mp = re.search(r"(\d+) parameters", text)
+        check(mp is not None, "no parameter count in %s" % x["id"])
+        params[x["entry"]] = int(mp.group(1))
+    for x in rows:
+        p = int(x["ranks"])
+        check(float(x["time_median_s"]) > 0 and float(x["items_per_s"]) > 0, "time and rate of %s" % x)
+        check(x["items"] == ("tokens" if x["entry"] == "gpt" else "images"), "items of %s" % x)
+        b = float(x["bytes_per_step"])
+        check(abs(float(x["bytes_per_rank"]) - b / p) < 1e-6 * max(b, 1), "bytes per rank of %s" % x)
+        if p == 1:
+            check(b == 0, "1 rank sent %g bytes per step" % b)
+        elif x["variant"] == "dp":
+            ring = 8.0 * params[x["entry"]] * (p - 1)
+            check(ring <= b <= ring + 1024, "%s dp at %d ranks: %g bytes per step, ring all-reduce of %d "
+                  "parameters %g" % (x["entry"], p, b, params[x["entry"]], ring))
+        else:
+            check(b > 0, "tp at 2 ranks moved no bytes")
+    print("apps: %d launches, %d points" % (len(runs), len(rows)))
+    return 0
+
+
 # ------------------------------------------------------------------ report
 def report(stored, work):
     try:
@@ -468,6 +577,8 @@ if __name__ == "__main__":
         unittest.main(verbosity=2)
     elif mode == "e2e":
         sys.exit(e2e(*sys.argv[3:8]))
+    elif mode == "apps":
+        sys.exit(apps(*sys.argv[3:8]))
     elif mode == "report":
         sys.exit(report(*sys.argv[3:5]))
     else:
