@@ -51,12 +51,13 @@ struct Task {
 // multiple of 8; 0: one block per task). Instantiated: vec x unroll in 1x1,
 // 1x4, 4x1, 4x2, 4x4, 8x1, 8x2. Per-element results are the same bits in
 // every configuration; the float64 sums differ in the order of additions
-// (each configuration's order is fixed). The default is the one expected
-// fastest on an H100/H200 (docs/GPU.md); bench_cuda --lamb-variants
-// measures the others in the same run.
+// (each configuration's order is fixed). The default is the fastest
+// float32 configuration measured on an H200 (2026-12-04, docs/GPU.md "Runs
+// on a GPU": 0.84 / 0.83 of the copy bandwidth at 1e7 / 1e8 parameters);
+// bench_cuda --lamb-variants measures the others in the same run.
 struct KernelConfig {
-  int vec = 4;
-  int unroll = 2;
+  int vec = 8;
+  int unroll = 1;
   uint32_t block_elems = 4096;
   bool valid() const;
 };

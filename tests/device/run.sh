@@ -19,7 +19,8 @@
 #
 # Environment: OUT (summary folder), BUILD (build folder, default
 # <repo>/build-device), CUDA_ARCH (default 90), JOBS (default nproc),
-# TSR_DEVICE_BUDGET_S, TSR_DEVICE_SKIP_BUILD=1 (run the build already in BUILD,
+# TSR_DEVICE_BUDGET_S, TSR_DEVICE_TEST_TIMEOUT (s per test, 240), TSR_DEVICE_BENCH_TIMEOUT (s per
+# benchmark, 180), TSR_DEVICE_SKIP_BUILD=1 (run the build already in BUILD,
 # made elsewhere: configure and build are skipped).
 set -u -o pipefail
 
@@ -139,7 +140,7 @@ npass=0 nskip=0 nfail=0
 # run its test executables directly there.
 if [ -n "$mpiexec" ] && [ "${TSR_DEVICE_SKIP_BUILD:-0}" != 1 ]; then
   note "ctest -L cuda"
-  (cd "$build" && ctest -L cuda --timeout 240 --output-on-failure) > "$out/logs/ctest.log" 2>&1
+  (cd "$build" && ctest -L cuda --timeout "${TSR_DEVICE_TEST_TIMEOUT:-240}" --output-on-failure) > "$out/logs/ctest.log" 2>&1
   # "  1/3 Test #1: name ....   Passed    1.23 sec" / "***Skipped" / "***Failed" / "***Timeout"
   while read -r name result secs; do
     case $result in
@@ -155,7 +156,7 @@ else
   while IFS= read -r exe; do
     name=$(basename "$exe")
     s0=$(date +%s)
-    timeout 240 "$exe" > "$out/logs/$name.log" 2>&1
+    timeout "${TSR_DEVICE_TEST_TIMEOUT:-240}" "$exe" > "$out/logs/$name.log" 2>&1
     rc=$?
     secs=$(( $(date +%s) - s0 ))
     case $rc in
@@ -194,7 +195,7 @@ for b in "${GPU_BENCHES[@]}"; do
   if [ -z "$exe" ]; then echo "(not built)" >> "$summary"; continue; fi
   note "benchmark $t"
   # shellcheck disable=SC2086
-  timeout 180 "$exe" $args > "$out/logs/$t.log" 2>&1
+  timeout "${TSR_DEVICE_BENCH_TIMEOUT:-180}" "$exe" $args > "$out/logs/$t.log" 2>&1
   rc=$?
   echo '```' >> "$summary"
   tail -60 "$out/logs/$t.log" >> "$summary"
