@@ -8,16 +8,21 @@
 //
 // Tolerance, and why it is not 0: the ranks sum the gradients in a
 // different order than one rank does (float all-reduce vs one long sum in the
-// GEMMs), so the parameters differ by float rounding (~1e-7 relative) after
-// the first step and the difference grows slowly over the steps. Measured
-// over 10 steps of this configuration (Open MPI and MPICH alike, 2, 4, 8
-// ranks): max |loss difference| 2.4e-8..1.4e-7 and max |parameter
-// difference| 1.8e-7..3.7e-7 (largest parameter 1.16), i.e. a few float
-// ulps. Asserted: loss curves within 1e-6 absolute (losses are ~2.3) and
-// parameters within 1e-5 relative to the largest parameter: a margin of
-// 7x and 30x or more over what was measured, while a wrong average (a missing
-// 1/P, a sample on two ranks, unsynchronised statistics) moves the loss by
-// 1e-3 or more. Per-replica batch norm normalises each rank's slice by its
+// GEMMs and convolutions), so the parameters differ by float rounding
+// (~1e-7 relative) after the first step, and the difference grows over the
+// steps. How much it grows depends on the rounding pattern, i.e. on the
+// CPU's kernels: LARS steps the batch-norm parameters without trust-ratio
+// adaptation at the raw rate (up to 1.0 here). Measured over 10 steps (Open
+// MPI and MPICH, 2, 4, 8 ranks): on an AVX-512 Xeon (2026-12-03) max |loss
+// difference| 2.4e-8..1.4e-7 and max |parameter difference| 1.8e-7..3.7e-7;
+// on an AMD EPYC with AVX-512 (2026-12-04, direct convolution kernels) loss
+// 1.7e-7 and parameters 3.7e-5 (largest parameter 1.16; the loss curves
+// agree to 4e-8 up to the last step). Asserted: loss curves within 1e-6
+// absolute (losses are ~2.3) and LARS parameters within 1e-4 relative to
+// the largest parameter (SGD with momentum: 1e-5, measured 4e-7), while a
+// wrong average (a missing 1/P, a sample on two ranks, unsynchronised
+// statistics) moves the loss by 1e-3 or more and the parameters by 1e-2 or
+// more. Per-replica batch norm normalises each rank's slice by its
 // own statistics, a different function of the batch: on 2 and 4 ranks its
 // loss curve differs by 6e-3..8e-3 and the parameters by ~7e-2 after 10 steps.
 #include <mpi.h>
@@ -115,14 +120,14 @@ int main(int argc, char** argv) {
   }
   if (W > 1) {
     TrainResult r = run_on(W, c);
-    compare((std::to_string(W) + " ranks, synchronised BN, data-parallel").c_str(), ref, r, 1e-6, 1e-5);
+    compare((std::to_string(W) + " ranks, synchronised BN, data-parallel").c_str(), ref, r, 1e-6, 1e-4);
   }
   // The variants on 2 and 4 ranks only (8 oversubscribed ranks are slow).
   if (W <= 4) {
     TrainConfig s = c;
     s.dist = "sharded";
     TrainResult r = run_on(W, s);
-    compare((std::to_string(W) + " ranks, synchronised BN, sharded LARS").c_str(), ref, r, 1e-6, 1e-5);
+    compare((std::to_string(W) + " ranks, synchronised BN, sharded LARS").c_str(), ref, r, 1e-6, 1e-4);
   }
   if (W == 2) {
     TrainConfig s = c;
