@@ -16,6 +16,9 @@
 //           [--algos serial,plan,1d,2d,2.5d,3d,3d-cube,dropin,pdgemm,cosma]
 //           [--machine measure|default|alpha=A,beta=B,gamma=G] [--csv out.csv] [--json out.json]
 //   bench_gemm --plan-only 64 --m 32768 --k 8192 --n 32768 --elem 2   (the planner alone)
+//   [--warmup 1]: untimed runs of each variant before the repetitions
+//   [--skip-compute] (SimGrid SMPI builds only): the local GEMMs return at
+//   once, see skip_compute below
 // --machine alpha=..,beta=..,gamma=.. plans with the given figures (seconds
 // per message, per byte, per flop; a field left out or 0 takes the
 // planner's default): e.g. a SimGrid platform's link figures, so that the
@@ -58,9 +61,70 @@ void psgemm_(const char*, const char*, const int*, const int*, const int*, const
 #include <cosma/multiply.hpp>
 #endif
 
+#if TSR_BENCH_SMPI
+// --skip-compute, SimGrid SMPI builds only (the study's default there, with
+// smpi/simulate-computation:no). One process runs every simulated rank, so
+// the local GEMMs, which take no simulated time in that mode, were most of
+// a simulation's CPU (70 % of a 1024-rank SUMMA). Defined in the executable,
+// these two take the place of OpenBLAS's for libtessera (linked statically)
+// and return at once when skipping, else call OpenBLAS's (RTLD_NEXT). What
+// a GEMM sends, to whom and how much, does not depend on the values, so the
+// ledger's bytes and messages and the simulated network time are those of a
+// computing run (test study_smpi_exact_bytes runs both ways); the result is
+// not checked (check: null). The flag is set once from the command line, the
+// same on every simulated rank, so sharing it between ranks (SMPI without
+// privatisation) is harmless.
+#include <dlfcn.h>
+namespace {
+bool& skip_compute() {
+  static bool skip = false;
+  return skip;
+}
+// OpenBLAS's routine (linked without --as-needed, after this object).
+template <class F>
+F next_symbol(const char* name, F self) {
+  F f = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+  if (f == nullptr || f == self) {
+    std::fprintf(stderr, "bench_gemm: no %s after the program's own (link OpenBLAS)\n", name);
+    std::abort();
+  }
+  return f;
+}
+}  // namespace
+extern "C" {
+void cblas_dgemm(OPENBLAS_CONST enum CBLAS_ORDER o, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
+                 OPENBLAS_CONST enum CBLAS_TRANSPOSE tb, OPENBLAS_CONST blasint m, OPENBLAS_CONST blasint n,
+                 OPENBLAS_CONST blasint k, OPENBLAS_CONST double alpha, OPENBLAS_CONST double* a,
+                 OPENBLAS_CONST blasint lda, OPENBLAS_CONST double* b, OPENBLAS_CONST blasint ldb,
+                 OPENBLAS_CONST double beta, double* c, OPENBLAS_CONST blasint ldc) {
+  if (skip_compute()) return;
+  using F = decltype(&cblas_dgemm);
+  static const F next = next_symbol<F>("cblas_dgemm", &cblas_dgemm);
+  next(o, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER o, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
+                 OPENBLAS_CONST enum CBLAS_TRANSPOSE tb, OPENBLAS_CONST blasint m, OPENBLAS_CONST blasint n,
+                 OPENBLAS_CONST blasint k, OPENBLAS_CONST float alpha, OPENBLAS_CONST float* a,
+                 OPENBLAS_CONST blasint lda, OPENBLAS_CONST float* b, OPENBLAS_CONST blasint ldb,
+                 OPENBLAS_CONST float beta, float* c, OPENBLAS_CONST blasint ldc) {
+  if (skip_compute()) return;
+  using F = decltype(&cblas_sgemm);
+  static const F next = next_symbol<F>("cblas_sgemm", &cblas_sgemm);
+  next(o, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+}
+#else
+namespace {
+bool& skip_compute() {
+  static bool skip = false;  // never set outside SMPI builds
+  return skip;
+}
+}  // namespace
+#endif
+
 namespace {
 
-// No mutable globals: SimGrid SMPI without privatisation (smpirun
+// No mutable globals (but skip_compute above): SimGrid SMPI without privatisation (smpirun
 // -no-privatize, the cheapest at thousands of simulated ranks) runs every
 // rank in one address space, where they would be shared.
 int world_rank() {
@@ -83,10 +147,11 @@ double val(int id, int64_t i, int64_t j) {
   return static_cast<double>(h >> 11) / static_cast<double>(1ull << 52) - 1.0;
 }
 
-void die(const std::string& msg) {
+void die(const std::string& msg, int code = 1) {
   std::fprintf(stderr, "bench_gemm (rank %d): %s\n", world_rank(), msg.c_str());
-  MPI_Abort(MPI_COMM_WORLD, 1);
+  MPI_Abort(MPI_COMM_WORLD, code);
 }
+void usage(const std::string& msg) { die(msg, 2); }  // a bad command line: exit code 2
 void ok(tsr_status st, tsr_context ctx, const char* what) {
   if (st != TSR_SUCCESS) die(std::string(what) + ": " + tsr_last_error(ctx));
 }
@@ -161,6 +226,7 @@ struct Opts {
   std::vector<int> nbs{128};
   std::vector<std::string> algos{"serial", "plan", "1d", "2d", "2.5d", "3d", "3d-cube", "dropin", "pdgemm", "cosma"};
   bool measure = true;
+  int warmup = 1;
   tsr_gemm_machine given{0, 0, 0};  // --machine alpha=..,beta=..,gamma=..
   std::string machine_name = "defaults";
   std::string csv, json;
@@ -548,9 +614,9 @@ struct Bench {
     // one after the single-rank GEMM starts with the other ranks' CPU
     // share used up, and would otherwise always be that one).
     const size_t nv = vars.size();
-    for (int rep = -1; rep < o.reps; ++rep)
+    for (int rep = -o.warmup; rep < o.reps; ++rep)
       for (size_t i = 0; i < nv; ++i) {
-        auto& v = vars[(i + static_cast<size_t>(rep + 1)) % nv];
+        auto& v = vars[(i + static_cast<size_t>(rep + o.warmup)) % nv];
         if (!v->row.available) continue;
         tsr_counters before{}, after{};
         if (v->counted) tsr_counters_get(v->counted, "total", &before);
@@ -577,7 +643,7 @@ struct Bench {
         }
       }
     for (auto& v : vars)
-      if (v->row.available) v->row.error = v->verify();
+      if (v->row.available) v->row.error = skip_compute() ? std::nan("") : v->verify();
   }
 
   void report() {
@@ -605,8 +671,10 @@ struct Bench {
         std::snprintf(msgs, sizeof msgs, "%.0f", r.msgs);
         if (lb > 0) std::snprintf(ratio, sizeof ratio, "%.3f", r.bytes / lb);
       }
-      std::printf("%-26s %-24s %10.4f %10.4f %9.2f %12s %8s %8s %9.1e\n", r.name.c_str(), r.detail.c_str(), t, best,
-                  flops / t * 1e-9, bytes, msgs, ratio, r.error);
+      char err[32] = "skipped";
+      if (!std::isnan(r.error)) std::snprintf(err, sizeof err, "%.1e", r.error);
+      std::printf("%-26s %-24s %10.4f %10.4f %9.2f %12s %8s %8s %9s\n", r.name.c_str(), r.detail.c_str(), t, best,
+                  flops / t * 1e-9, bytes, msgs, ratio, err);
     }
     // Ratios the issue asks for.
     auto find = [&](const std::string& prefix) -> const Row* {
@@ -647,10 +715,12 @@ struct Bench {
         const Row& r = v->row;
         if (!r.available) continue;
         const double t = median(r.times), best = *std::min_element(r.times.begin(), r.times.end());
-        std::fprintf(f, "\"%s\",\"%s\",%lld,%lld,%lld,%s,%d,%.6f,%.6f,%.3f,%.0f,%.0f,%.4f,%.3e\n", r.name.c_str(),
+        char err[32] = "";  // empty: not checked (--skip-compute)
+        if (!std::isnan(r.error)) std::snprintf(err, sizeof err, "%.3e", r.error);
+        std::fprintf(f, "\"%s\",\"%s\",%lld,%lld,%lld,%s,%d,%.6f,%.6f,%.3f,%.0f,%.0f,%.4f,%s\n", r.name.c_str(),
                      r.detail.c_str(), static_cast<long long>(o.m), static_cast<long long>(o.n),
                      static_cast<long long>(o.k), sizeof(T) == 8 ? "double" : "float", world_size(), t, best,
-                     flops / t * 1e-9, r.bytes, r.msgs, r.bytes >= 0 && lb > 0 ? r.bytes / lb : -1.0, r.error);
+                     flops / t * 1e-9, r.bytes, r.msgs, r.bytes >= 0 && lb > 0 ? r.bytes / lb : -1.0, err);
       }
       std::fclose(f);
     }
@@ -668,11 +738,13 @@ struct Bench {
         const Row& r = v->row;
         if (!r.available) continue;
         const double t = median(r.times), best = *std::min_element(r.times.begin(), r.times.end());
+        char err[32] = "null";  // not checked (--skip-compute)
+        if (!std::isnan(r.error)) std::snprintf(err, sizeof err, "%.3e", r.error);
         std::fprintf(f, "%s    {\"variant\": \"%s\", \"grid\": \"%s\", \"time_median_s\": %.6f, \"time_best_s\": %.6f, "
                         "\"gflops\": %.3f, \"bytes_per_rank\": %.0f, \"msgs_per_rank\": %.0f, "
-                        "\"bytes_over_lower_bound\": %.4f, \"check\": %.3e, \"times_s\": [",
+                        "\"bytes_over_lower_bound\": %.4f, \"check\": %s, \"times_s\": [",
                      first ? "" : ",\n", r.name.c_str(), r.detail.c_str(), t, best, flops / t * 1e-9, r.bytes, r.msgs,
-                     r.bytes >= 0 && lb > 0 ? r.bytes / lb : -1.0, r.error);
+                     r.bytes >= 0 && lb > 0 ? r.bytes / lb : -1.0, err);
         for (size_t i = 0; i < r.times.size(); ++i) std::fprintf(f, "%s%.6f", i ? ", " : "", r.times[i]);
         std::fprintf(f, "]}");
         first = false;
@@ -709,8 +781,19 @@ int main(int argc, char** argv) {
   bool square = true;
   int plan_ranks = 0;
   size_t elem = 8;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
+  for (int i = 1; i < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--skip-compute") {
+#if TSR_BENCH_SMPI
+      skip_compute() = true;
+      --i;
+      continue;
+#else
+      usage("--skip-compute: only in a SimGrid SMPI build (smpicxx), where compute takes no simulated time");
+#endif
+    }
+    if (i + 1 >= argc) usage("option " + a + " needs a value");
+    const std::string v = argv[i + 1];
     if (a == "--n") o.n = std::atoll(v.c_str());
     else if (a == "--m") { o.m = std::atoll(v.c_str()); square = false; }
     else if (a == "--k") { o.k = std::atoll(v.c_str()); square = false; }
@@ -723,7 +806,7 @@ int main(int argc, char** argv) {
     else if (a == "--machine") {
       o.measure = v == "measure";
       if (!o.measure && v != "default") {
-        if (!parse_machine(v, &o.given)) die("--machine: expected measure, default or alpha=A,beta=B,gamma=G, got " + v);
+        if (!parse_machine(v, &o.given)) usage("--machine: expected measure, default or alpha=A,beta=B,gamma=G, got " + v);
         o.machine_name = "given: " + v;
       }
     }
@@ -731,7 +814,8 @@ int main(int argc, char** argv) {
     else if (a == "--json") o.json = v;
     else if (a == "--plan-only") plan_ranks = std::atoi(v.c_str());
     else if (a == "--elem") elem = static_cast<size_t>(std::atoi(v.c_str()));
-    else die("unknown option " + a);
+    else if (a == "--warmup") o.warmup = std::max(0, std::atoi(v.c_str()));
+    else usage("unknown option " + a);
   }
   if (square) o.m = o.k = o.n;
   if (plan_ranks > 0) {
