@@ -14,10 +14,11 @@ bytes per call that tessera's ledger records against docs/GEMM.md:
   3D on the q^3 cube:   8 * 3 N^2 (q-1)/q^3      (= the lower bound)
 
 N must be divisible by every grid extent. Each P runs twice: computing (the
-results checked) and as the study runs it, with `--skip-compute --warmup 0`
-(the local GEMMs return at once, nothing warmed up): every variant's bytes
-and messages must be equal in the two runs, and its simulated time as
-written (microseconds). Exit status 0 when every count is exact and the runs agree, 1
+results checked) and as the study runs it, with `--skip-compute --warmup 0
+--shared-malloc 65536` (the local GEMMs return at once, nothing warmed up,
+every buffer of 64 KiB or more folded by SMPI_SHARED_MALLOC): every
+variant's bytes and messages must be equal in the two runs, and its simulated
+time as written (microseconds). Exit status 0 when every count is exact and the runs agree, 1
 otherwise, 77 (skipped) when SMPIRUN or the program is missing.
 """
 import json
@@ -62,7 +63,7 @@ def main():
         algos = "1d,2d" + (",3d-cube" if q ** 3 == p else "")
         docs = {}
         secs = {}
-        for mode, extra in (("computing", []), ("skip-compute", ["--skip-compute", "--warmup", "0"])):
+        for mode, extra in (("computing", []), ("skip-compute", ["--skip-compute", "--warmup", "0", "--shared-malloc", "65536"])):
             out = os.path.join(work, "gemm-%d-%s.json" % (p, mode))
             if os.path.exists(out):
                 os.remove(out)
