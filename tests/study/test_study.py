@@ -570,6 +570,65 @@ def report(stored, work):
     return 0
 
 
+def merge(stored, work):
+    """`tessera-study merge`: two result directories into one (points and
+    launches concatenated, the study named after both), its refusals (exit
+    status 2: an input without results.json, --out one of the inputs, another
+    results format), then the report on the merged directory."""
+    shutil.rmtree(work, ignore_errors=True)
+    a, b, out = (os.path.join(work, x) for x in ("a", "b", "merged"))
+    shutil.copytree(stored, a)
+    shutil.copytree(stored, b)
+    with open(os.path.join(b, "results.json")) as f:
+        doc_b = json.load(f)
+    doc_b["study"]["name"] = "second"
+    with open(os.path.join(b, "results.json"), "w") as f:
+        json.dump(doc_b, f)
+    with open(os.path.join(a, "results.json")) as f:
+        doc_a = json.load(f)
+
+    def drive(*args):
+        r = subprocess.run([sys.executable, DRIVER] + list(args), capture_output=True, text=True,
+                           env=dict(os.environ, TSR_STUDY_NO_REEXEC="1"))
+        print("$ tessera-study %s -> %d\n%s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
+        return r
+
+    r = drive("merge", out, a, b)
+    check(r.returncode == 0, "merge failed")
+    with open(os.path.join(out, "results.json")) as f:
+        m = json.load(f)
+    check(len(m["points"]) == len(doc_a["points"]) + len(doc_b["points"]), "merged points: %d" % len(m["points"]))
+    check(m["points"][:len(doc_a["points"])] == doc_a["points"], "the first input's points come first, unchanged")
+    second = m["points"][len(doc_a["points"]):]
+    check(all(pt["entry"] == "second:" + q["entry"] for pt, q in zip(second, doc_b["points"])),
+          "the second input's entries, already used by the first, renamed second:ENTRY")
+    check(len(m["launches"]) == len(doc_a.get("launches", [])) + len(doc_b.get("launches", [])), "merged launches")
+    check(m["study"]["name"] == "%s + second" % doc_a["study"]["name"], "merged name " + m["study"]["name"])
+    check([x["dir"] for x in m["merged_from"]] == [os.path.abspath(a), os.path.abspath(b)], "merged_from")
+    check(m["machine"] == doc_a["machine"], "the first input's machine")
+    with open(os.path.join(out, "results.csv")) as f:
+        rows = list(csv.DictReader(f))
+    check(len(rows) == len(m["points"]), "results.csv rows %d" % len(rows))
+    check(drive("merge", os.path.join(work, "m2"), a, os.path.join(work, "none")).returncode == 2,
+          "an input without results.json: exit status 2")
+    check(drive("merge", a, a, b).returncode == 2, "--out one of the inputs: exit status 2")
+    bad = os.path.join(work, "bad")
+    os.makedirs(bad)
+    with open(os.path.join(bad, "results.json"), "w") as f:
+        json.dump(dict(doc_a, format=99), f)
+    r = drive("merge", os.path.join(work, "m3"), a, bad)
+    check(r.returncode == 2 and "format" in r.stderr, "another results format: exit status 2 naming the format")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("merge: report not run (no matplotlib)")
+        return 0
+    check(drive("report", out).returncode == 0, "report on the merged directory")
+    check(os.path.exists(os.path.join(out, "index.html")), "no index.html")
+    print("merge: %d points" % len(m["points"]))
+    return 0
+
+
 if __name__ == "__main__":
     mode, DRIVER = sys.argv[1], sys.argv[2]
     if mode == "parser":
@@ -581,5 +640,7 @@ if __name__ == "__main__":
         sys.exit(apps(*sys.argv[3:8]))
     elif mode == "report":
         sys.exit(report(*sys.argv[3:5]))
+    elif mode == "merge":
+        sys.exit(merge(*sys.argv[3:5]))
     else:
         sys.exit("unknown mode " + mode)
