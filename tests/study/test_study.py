@@ -284,11 +284,15 @@ class SimModel(unittest.TestCase):
         r = run(["run", "simgrid-4096", "--dry-run", "--launcher", "smpirun", "--bench-dir", "/opt/x"])
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = [ln for ln in r.stdout.splitlines() if not ln.startswith("#")]
-        self.assertEqual(len(lines), 5)  # one launch per algorithm and size
-        for ln, algo in zip(lines, ("3d", "2.5d", "3d", "plan", "2d")):
+        self.assertEqual(len(lines), 6)  # one launch per algorithm and size
+        for ln, algo in zip(lines, ("3d", "2.5d", "3d", "plan", "2.5d", "2d")):
             self.assertIn(" -np 4096 ", ln)
             self.assertIn("--algos %s " % algo, ln)
             self.assertIn("--machine alpha=4e-06,beta=4e-11,gamma=5e-11", ln)
+            # compute skipped: bench_gemm's GEMMs not run, large buffers folded
+            self.assertIn("--cfg=smpi/simulate-computation:no", ln)
+            self.assertIn("--cfg=smpi/shared-malloc-blocksize:16777216", ln)
+            self.assertTrue(ln.endswith("--skip-compute --warmup 0 --shared-malloc 65536"), ln)
         # "machine": "platform" needs smpirun
         with tempfile.TemporaryDirectory() as d:
             x = os.path.join(d, "s.json")
@@ -570,7 +574,7 @@ def report(stored, work):
     return 0
 
 
-def merge(stored, work):
+def merge(stored, work, stored_smpi=None):
     """`tessera-study merge`: two result directories into one (points and
     launches concatenated, the study named after both), its refusals (exit
     status 2: an input without results.json, --out one of the inputs, another
@@ -626,6 +630,24 @@ def merge(stored, work):
     check(drive("report", out).returncode == 0, "report on the merged directory")
     check(os.path.exists(os.path.join(out, "index.html")), "no index.html")
     print("merge: %d points" % len(m["points"]))
+    if stored_smpi:
+        # The simulated study's 64-1024 ranks and simgrid-4096's 4096 (stored
+        # results of 2026-12-04, docs/BENCHMARKS.md section 8): one
+        # 2D/2.5D/3D table and one plot per size from 64 to 4096 ranks.
+        sm = os.path.join(work, "smpi")
+        check(drive("merge", sm, os.path.join(stored_smpi, "simgrid"),
+                    os.path.join(stored_smpi, "simgrid-4096")).returncode == 0, "merge of the simulated studies")
+        check(drive("report", sm).returncode == 0, "report on the merged simulated studies")
+        md = open(os.path.join(sm, "index.md")).read()
+        for row in ("| 4096 | 64 | 29360128 (1.56) | 29360128 (1.56) | 18874368 (1.00) |",
+                    "| 4096 | 4096 | 4128768 (2.80) | 2523136 (1.71) | 1474560 (1.00) |",
+                    "n = 1024, bytes: 2D and 2.5D cross between 64 and 256 ranks"):
+            check(row in md, "simulated table: no " + row)
+        for n in ("1024", "4096"):
+            check("plots/sim-gemm-n%s.png" % n in md, "no simulated plot for n = " + n)
+            with open(os.path.join(sm, "plots", "sim-gemm-n%s.png" % n), "rb") as f:
+                check(f.read(8) == b"\x89PNG\r\n\x1a\n", "sim-gemm-n%s.png is not a PNG" % n)
+        print("merge: simulated 64-4096 tables and plots")
     return 0
 
 
@@ -641,6 +663,6 @@ if __name__ == "__main__":
     elif mode == "report":
         sys.exit(report(*sys.argv[3:5]))
     elif mode == "merge":
-        sys.exit(merge(*sys.argv[3:5]))
+        sys.exit(merge(*sys.argv[3:6]))
     else:
         sys.exit("unknown mode " + mode)
