@@ -5,8 +5,10 @@
 //
 //   bench_optimizer [--sizes 1e6,1e7,1e8] [--threads 1,2] [--reps 15]
 //       kernels: one rank (run it alone, or under mpiexec -n 1)
-//   mpiexec -n P bench_optimizer --dist [--sizes 1e7] [--reps 5] [--csv FILE]
-//       distributed: P ranks, data parallel vs sharded; --csv appends one
+//   mpiexec -n P bench_optimizer --dist [--sizes 1e7] [--reps 5] [--modes LIST] [--csv FILE]
+//       distributed: P ranks, data parallel vs sharded (--modes: a subset of
+//       dp-lamb,sharded-lamb,sharded-lamb-clip,dp-lars,sharded-lars, all by
+//       default); --csv appends one
 //       row per size and mode (header first when the file is empty):
 //       ranks,n,groups,mode,time_median_s,time_min_s,time_max_s,
 //       wire_sent_bytes,wire_recv_bytes,messages,norm_allreduces,state_bytes
@@ -326,7 +328,8 @@ void kernel_mode(const std::vector<double>& sizes, const std::vector<double>& th
 }
 
 // ------------------------------------------------------------ distributed
-void dist_mode(const std::vector<double>& sizes, int reps, const std::string& csv_path) {
+void dist_mode(const std::vector<double>& sizes, int reps, const std::string& csv_path,
+               const std::vector<std::string>& wanted) {
   int rank = 0, p = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
@@ -346,16 +349,17 @@ void dist_mode(const std::vector<double>& sizes, int reps, const std::string& cs
     std::printf("bench_optimizer --dist: %d ranks, per rank and step (max over ranks; times: median of %d steps)\n", p,
                 reps);
   struct Mode {
+    const char* key;
     const char* name;
     tsr_opt_dist dist;
     tsr_opt_preset preset;
     double clip;
   };
-  const Mode modes[] = {{"data parallel LAMB", TSR_OPT_DATA_PARALLEL, TSR_PRESET_LAMB_PAPER, 0},
-                        {"sharded LAMB", TSR_OPT_SHARDED, TSR_PRESET_LAMB_PAPER, 0},
-                        {"sharded LAMB, clipping", TSR_OPT_SHARDED, TSR_PRESET_LAMB_PAPER, 1e-3},
-                        {"data parallel LARS", TSR_OPT_DATA_PARALLEL, TSR_PRESET_LARS_PAPER, 0},
-                        {"sharded LARS", TSR_OPT_SHARDED, TSR_PRESET_LARS_PAPER, 0}};
+  const Mode modes[] = {{"dp-lamb", "data parallel LAMB", TSR_OPT_DATA_PARALLEL, TSR_PRESET_LAMB_PAPER, 0},
+                        {"sharded-lamb", "sharded LAMB", TSR_OPT_SHARDED, TSR_PRESET_LAMB_PAPER, 0},
+                        {"sharded-lamb-clip", "sharded LAMB, clipping", TSR_OPT_SHARDED, TSR_PRESET_LAMB_PAPER, 1e-3},
+                        {"dp-lars", "data parallel LARS", TSR_OPT_DATA_PARALLEL, TSR_PRESET_LARS_PAPER, 0},
+                        {"sharded-lars", "sharded LARS", TSR_OPT_SHARDED, TSR_PRESET_LARS_PAPER, 0}};
   for (double nf : sizes) {
     const size_t n = static_cast<size_t>(nf);
     const std::vector<size_t> sz = layers(n);
@@ -364,6 +368,7 @@ void dist_mode(const std::vector<double>& sizes, int reps, const std::string& cs
                   "ms/step", "wire sent B", "wire recv B", "messages", "norm AR", "state B/rank");
     std::vector<float> w(n, 0.5f), g(n);
     for (const Mode& m : modes) {
+      if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), std::string(m.key)) == wanted.end()) continue;
       tessera::optimizer opt(ctx, m.preset, sz, m.dist);
       exclude_biases(opt, sz);
       opt.set(TSR_OPT_MAX_GRAD_NORM, m.clip);
@@ -414,6 +419,8 @@ int main(int argc, char** argv) {
   std::vector<double> sizes, threads{1};
   int reps = 15;
   std::string csv;
+  std::vector<std::string> modes;
+  bool bad_modes = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--dist") dist = true;
@@ -421,8 +428,21 @@ int main(int argc, char** argv) {
     else if (a == "--threads" && i + 1 < argc) threads = parse_list(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: %s [--dist] [--sizes n,n,...] [--threads t,t,...] [--reps r] [--csv FILE]\n",
+    else if (a == "--modes" && i + 1 < argc) {
+      const std::string list = argv[++i];
+      for (size_t b = 0; b <= list.size();) {
+        const size_t e = std::min(list.find(',', b), list.size());
+        modes.push_back(list.substr(b, e - b));
+        b = e + 1;
+      }
+      for (const std::string& m : modes)
+        if (m != "dp-lamb" && m != "sharded-lamb" && m != "sharded-lamb-clip" && m != "dp-lars" && m != "sharded-lars")
+          bad_modes = true;
+    } else bad_modes = true;
+    if (bad_modes) {
+      std::fprintf(stderr,
+                   "usage: %s [--dist] [--sizes n,n,...] [--threads t,t,...] [--reps r] [--csv FILE]\n"
+                   "  [--modes dp-lamb,sharded-lamb,sharded-lamb-clip,dp-lars,sharded-lars] (with --dist)\n",
                    argv[0]);
       MPI_Finalize();
       return 2;
@@ -430,7 +450,7 @@ int main(int argc, char** argv) {
   }
   if (sizes.empty()) sizes = dist ? std::vector<double>{1e7} : std::vector<double>{1e6, 1e7, 1e8};
   try {
-    if (dist) dist_mode(sizes, reps, csv);
+    if (dist) dist_mode(sizes, reps, csv, modes);
     else kernel_mode(sizes, threads, reps);
   } catch (const tessera::error& e) {
     std::fprintf(stderr, "%s\n", e.what());
