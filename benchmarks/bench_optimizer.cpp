@@ -73,7 +73,7 @@ std::vector<double> parse_list(const char* s) {
 struct Array {
   float* p = nullptr;
   size_t n = 0;
-  explicit Array(size_t count, int threads, float value) : n(count) {
+  explicit Array(size_t count, [[maybe_unused]] int threads, float value) : n(count) {
     p = static_cast<float*>(std::aligned_alloc(4096, (n * sizeof(float) + 4095) / 4096 * 4096));
     if (!p) {
       std::fprintf(stderr, "out of memory (%zu floats)\n", n);
@@ -88,7 +88,7 @@ struct Array {
 };
 
 // ------------------------------------------------------------------ copies
-double time_memcpy(float* dst, const float* src, size_t n, int threads) {
+double time_memcpy(float* dst, const float* src, size_t n, [[maybe_unused]] int threads) {
   const auto t0 = Clock::now();
 #pragma omp parallel num_threads(threads)
   {
@@ -104,7 +104,7 @@ double time_memcpy(float* dst, const float* src, size_t n, int threads) {
   return seconds(t0, Clock::now());
 }
 
-double time_loop_copy(float* __restrict dst, const float* __restrict src, size_t n, int threads) {
+double time_loop_copy(float* __restrict dst, const float* __restrict src, size_t n, [[maybe_unused]] int threads) {
   const auto t0 = Clock::now();
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (long long i = 0; i < static_cast<long long>(n); ++i) dst[i] = src[i];
@@ -116,7 +116,7 @@ double time_loop_copy(float* __restrict dst, const float* __restrict src, size_t
 // w, m, v (28 B/param). The bandwidth a perfect kernel with the step's
 // access pattern would get on this machine.
 double time_pattern(float* __restrict w, const float* __restrict g, float* __restrict m, float* __restrict v, size_t n,
-                    int threads, double* sink) {
+                    [[maybe_unused]] int threads, double* sink) {
   const auto t0 = Clock::now();
   float s = 0;
 #pragma omp parallel for simd schedule(static) num_threads(threads) reduction(+ : s)
@@ -144,7 +144,7 @@ struct Naive {
   Naive(size_t count, const std::vector<size_t>& offsets, int threads)
       : n(count), off(offsets), t1(count, threads, 0), t2(count, threads, 0) {}
 
-  uint64_t step(float* w, const float* g, float* m, float* v, int64_t t, int threads) {
+  uint64_t step(float* w, const float* g, float* m, float* v, int64_t t, [[maybe_unused]] int threads) {
     const float b1 = 0.9f, b2 = 0.999f, eps = 1e-6f, wd = 0.01f, lr = 1e-3f;
     const float bc1 = 1.0f / (1.0f - std::pow(b1, static_cast<float>(t)));
     const float bc2 = 1.0f / (1.0f - std::pow(b2, static_cast<float>(t)));
